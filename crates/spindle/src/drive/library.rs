@@ -1,0 +1,1 @@
+//! The built-in drive library: the drive files of `drives/`, compiled in.

@@ -1,0 +1,1 @@
+//! Per-disk schedulers.

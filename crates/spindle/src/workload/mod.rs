@@ -1,0 +1,3 @@
+//! Workloads: synthetic generators and trace replay, producing host requests for a driver.
+
+pub mod trace;
