@@ -1,6 +1,45 @@
 //! Drive model: geometry, seek curves, mechanics and the built-in drive library.
+//!
+//! A drive file ([`DriveSpec`]) is validated once into a [`Drive`]: integer-nanosecond
+//! timings, a dense seek table and a zone table. A `Drive` is immutable and shared by every
+//! disk of an array; per-disk state (head position, rotational phase, noise RNG) lives with
+//! the disk.
 
+pub mod geometry;
 pub mod library;
+pub mod mech;
+pub mod seek;
 pub mod spec;
 
+pub use geometry::{Chs, Geometry};
+pub use mech::{Access, Drive, HeadState, Target};
+pub use seek::SeekCurve;
 pub use spec::{DriveSpec, NoiseSpec, SeekSpec, SkewUnit, ZoneSpec};
+
+/// A drive file that cannot be used, naming the offending key.
+#[derive(Debug, thiserror::Error)]
+pub enum DriveError {
+    #[error("{key}: {msg}")]
+    Invalid { key: String, msg: String },
+    #[error("{0}")]
+    Parse(String),
+    #[error("unknown drive {name:?}; built-in drives: {known}")]
+    Unknown { name: String, known: String },
+}
+
+/// Parses and validates a drive file's text.
+pub fn parse_drive(text: &str) -> Result<Drive, DriveError> {
+    let spec: DriveSpec = toml::from_str(text).map_err(|e| DriveError::Parse(e.to_string()))?;
+    Drive::from_spec(&spec)
+}
+
+/// A built-in drive by id.
+pub fn builtin_drive(id: &str) -> Result<Drive, DriveError> {
+    match library::builtin_spec(id) {
+        Some(text) => parse_drive(text),
+        None => Err(DriveError::Unknown {
+            name: id.to_string(),
+            known: library::builtin_ids().collect::<Vec<_>>().join(", "),
+        }),
+    }
+}

@@ -1,0 +1,379 @@
+//! Mechanics: the access-time function and the positioning-time predictor.
+//!
+//! [`Drive::access`] answers "if this operation starts at `now` with the head here, when does
+//! it end and why": command overhead, seek (or head switch), rotational wait, media transfer
+//! with head and cylinder switches inside the request. [`Drive::position_time`] is the O(1)
+//! predictor schedulers use; `access` is built on the very same function, so prediction and
+//! completion agree exactly when noise is off.
+//!
+//! Rotation: the platter angle at time `t` is `(t + phase_ns) mod period_ns`; a sector whose
+//! rotational index is `i` of `spt` passes under the head at angle `period_ns · i / spt`.
+
+use super::geometry::{Chs, Geometry};
+use super::seek::SeekCurve;
+use super::spec::DriveSpec;
+use super::DriveError;
+use crate::{Nanos, Op, Span};
+use rand::Rng;
+use rand_distr::{Distribution, Normal};
+
+/// Where the arm is, and how this disk's platter is turned relative to virtual time zero.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct HeadState {
+    pub cylinder: u32,
+    pub head: u32,
+    /// The spindle's rotational phase: constant per disk, in `0..period_ns`.
+    pub phase_ns: u64,
+}
+
+/// A request's first sector, located once when the request is queued.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub chs: Chs,
+    /// Angle of the sector's start, as a time offset within one revolution.
+    pub angle_ns: u64,
+}
+
+/// The full breakdown of one disk access.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Access {
+    pub overhead: Span,
+    pub seek: Span,
+    pub rotation: Span,
+    pub transfer: Span,
+    /// Head and cylinder switches between tracks inside the request.
+    pub switches: Span,
+    pub end: Nanos,
+    pub end_cylinder: u32,
+    pub end_head: u32,
+}
+
+impl Access {
+    pub fn service(&self) -> Span {
+        self.overhead + self.seek + self.rotation + self.transfer + self.switches
+    }
+}
+
+/// A validated drive: geometry plus integer-nanosecond mechanics.
+#[derive(Clone, Debug)]
+pub struct Drive {
+    pub id: String,
+    pub name: String,
+    pub estimated: bool,
+    geometry: Geometry,
+    seek_read: SeekCurve,
+    seek_write: SeekCurve,
+    period_ns: u64,
+    head_switch: Span,
+    write_settle: Span,
+    overhead_read: Span,
+    overhead_write: Span,
+    seek_noise: Option<Normal<f64>>,
+    rotation_noise: Option<Normal<f64>>,
+}
+
+fn ms(key: &str, v: f64) -> Result<Span, DriveError> {
+    if v.is_finite() && (0.0..=10_000.0).contains(&v) {
+        Ok(Span::from_ms_f64(v))
+    } else {
+        Err(DriveError::Invalid { key: key.into(), msg: format!("must be a time within 0..10000 ms, got {v}") })
+    }
+}
+
+impl Drive {
+    pub fn from_spec(spec: &DriveSpec) -> Result<Drive, DriveError> {
+        if !(spec.rpm.is_finite() && spec.rpm >= 100.0 && spec.rpm <= 100_000.0) {
+            return Err(DriveError::Invalid { key: "rpm".into(), msg: format!("must be within 100..100000, got {}", spec.rpm) });
+        }
+        let geometry = Geometry::new(spec)?;
+        let noise = |key: &str, sigma: f64, scale: f64| -> Result<Option<Normal<f64>>, DriveError> {
+            if !(sigma.is_finite() && sigma >= 0.0) {
+                return Err(DriveError::Invalid { key: key.into(), msg: format!("must be >= 0, got {sigma}") });
+            }
+            Ok((sigma > 0.0).then(|| Normal::new(0.0, sigma * scale).expect("sigma checked")))
+        };
+        Ok(Drive {
+            id: spec.id.clone(),
+            name: spec.name.clone(),
+            estimated: spec.estimated,
+            seek_read: SeekCurve::compile(&spec.seek, spec.cylinders, false)?,
+            seek_write: SeekCurve::compile(&spec.seek, spec.cylinders, true)?,
+            geometry,
+            period_ns: (60e9 / spec.rpm).round() as u64,
+            head_switch: ms("head_switch_ms", spec.head_switch_ms)?,
+            write_settle: ms("write_settle_ms", spec.write_settle_ms)?,
+            overhead_read: ms("overhead_read_ms", spec.overhead_read_ms)?,
+            overhead_write: ms("overhead_write_ms", spec.overhead_write_ms)?,
+            seek_noise: noise("noise.seek_rel_sigma", spec.noise.seek_rel_sigma, 1.0)?,
+            rotation_noise: noise("noise.rotation_sigma_ms", spec.noise.rotation_sigma_ms, 1e6)?,
+        })
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// One revolution.
+    pub fn period(&self) -> Span {
+        Span(self.period_ns)
+    }
+
+    pub fn seek_curve(&self, op: Op) -> &SeekCurve {
+        match op {
+            Op::Read => &self.seek_read,
+            Op::Write => &self.seek_write,
+        }
+    }
+
+    pub fn overhead(&self, op: Op) -> Span {
+        match op {
+            Op::Read => self.overhead_read,
+            Op::Write => self.overhead_write,
+        }
+    }
+
+    pub fn head_switch(&self) -> Span {
+        self.head_switch
+    }
+
+    pub fn capacity_sectors(&self) -> u64 {
+        self.geometry.capacity_sectors()
+    }
+
+    /// Locates an LBA's first sector (done once per request, when it is queued).
+    #[inline]
+    pub fn locate(&self, lba: u64) -> Target {
+        let chs = self.geometry.lba_to_chs(lba);
+        let (idx, spt) = self.geometry.angle_index(chs);
+        Target { chs, angle_ns: self.period_ns * u64::from(idx) / u64::from(spt) }
+    }
+
+    /// Arm movement from `from` to `to`: the seek curve (at least a head switch when heads
+    /// differ), or a head switch alone within a cylinder; writes add the settle time.
+    #[inline]
+    pub fn seek_span(&self, from_cylinder: u32, from_head: u32, to: Chs, op: Op) -> Span {
+        let d = from_cylinder.abs_diff(to.cylinder);
+        let mut t = self.seek_curve(op).time(d);
+        if from_head != to.head && t < self.head_switch {
+            t = self.head_switch;
+        }
+        if op == Op::Write && t > Span::ZERO {
+            t += self.write_settle;
+        }
+        t
+    }
+
+    /// Wait from instant `at` until the sector at `angle_ns` comes under the head.
+    #[inline]
+    pub fn rotational_wait(&self, at: Nanos, phase_ns: u64, angle_ns: u64) -> Span {
+        let now_angle = (at.0 % self.period_ns + phase_ns) % self.period_ns;
+        Span((angle_ns + self.period_ns - now_angle) % self.period_ns)
+    }
+
+    /// Predicted positioning time (overhead + seek + rotational wait) of an operation
+    /// started at `now`: the O(1) cost SATF compares.
+    #[inline]
+    pub fn position_time(&self, now: Nanos, head: &HeadState, op: Op, target: &Target) -> Span {
+        let before_seek = self.overhead(op);
+        let seek = self.seek_span(head.cylinder, head.head, target.chs, op);
+        let rot = self.rotational_wait(now + before_seek + seek, head.phase_ns, target.angle_ns);
+        before_seek + seek + rot
+    }
+
+    /// The whole access: `sectors` sectors from `lba`, started at `now` with the arm at
+    /// `head`. `via_cylinder` makes the arm travel there first (SCAN's sweep to the edge).
+    /// With `rng`, seeks and rotational waits get the drive's seeded noise.
+    pub fn access<R: Rng>(
+        &self,
+        now: Nanos,
+        head: &HeadState,
+        op: Op,
+        lba: u64,
+        sectors: u32,
+        via_cylinder: Option<u32>,
+        mut rng: Option<&mut R>,
+    ) -> Access {
+        assert!(sectors > 0, "an access moves at least one sector");
+        assert!(lba + u64::from(sectors) <= self.capacity_sectors(), "access beyond capacity");
+        let mut a = Access { overhead: self.overhead(op), ..Access::default() };
+        let first = self.locate(lba);
+        let (mut cyl, mut hd) = (head.cylinder, head.head);
+        if let Some(via) = via_cylinder {
+            a.seek += self.seek_curve(op).time(cyl.abs_diff(via));
+            cyl = via;
+        }
+        a.seek += self.seek_span(cyl, hd, first.chs, op);
+        if let (Some(r), Some(n)) = (rng.as_deref_mut(), self.seek_noise) {
+            let scaled = a.seek.0 as f64 * (1.0 + n.sample(r)).max(0.0);
+            a.seek = Span(scaled.round() as u64);
+        }
+        let mut t = now + a.overhead + a.seek;
+        a.rotation = self.rotational_wait(t, head.phase_ns, first.angle_ns);
+        if let (Some(r), Some(n)) = (rng.as_deref_mut(), self.rotation_noise) {
+            let jittered = a.rotation.0 as f64 + n.sample(r);
+            a.rotation = Span(jittered.max(0.0).round() as u64);
+        }
+        t += a.rotation;
+        let (mut lba, mut left, mut at) = (lba, sectors, first);
+        loop {
+            let run = self.geometry.run_on_track(lba).min(left);
+            let (idx, spt) = self.geometry.angle_index(at.chs);
+            let (idx, spt) = (u64::from(idx), u64::from(spt));
+            let xfer = Span(self.period_ns * (idx + u64::from(run)) / spt - self.period_ns * idx / spt);
+            a.transfer += xfer;
+            t += xfer;
+            (cyl, hd) = (at.chs.cylinder, at.chs.head);
+            left -= run;
+            lba += u64::from(run);
+            if left == 0 {
+                break;
+            }
+            at = self.locate(lba);
+            let switch = self.seek_span(cyl, hd, at.chs, op);
+            a.switches += switch;
+            t += switch;
+            let wait = self.rotational_wait(t, head.phase_ns, at.angle_ns);
+            a.rotation += wait;
+            t += wait;
+        }
+        a.end = t;
+        a.end_cylinder = cyl;
+        a.end_head = hd;
+        assert_eq!(a.end, now + a.service(), "breakdown must add up to the service time");
+        a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::spec::*;
+    use super::*;
+    use rand_pcg::Pcg64Mcg;
+
+    fn spec() -> DriveSpec {
+        DriveSpec {
+            id: "t".into(),
+            name: "test".into(),
+            description: String::new(),
+            estimated: true,
+            rpm: 10_000.0,
+            sector_bytes: 512,
+            surfaces: 2,
+            cylinders: 1000,
+            zones: vec![ZoneSpec {
+                first_cylinder: 0,
+                last_cylinder: 999,
+                sectors_per_track: 100,
+                track_skew: 10.0,
+                cylinder_skew: 20.0,
+                skew_unit: SkewUnit::Sectors,
+                spare_sectors_per_track: 0,
+                spare_sectors_per_zone: 0,
+            }],
+            slips: vec![],
+            seek: SeekSpec::Linear { full_ms: 9.99 },
+            head_switch_ms: 0.5,
+            write_settle_ms: 0.7,
+            overhead_read_ms: 1.0,
+            overhead_write_ms: 1.0,
+            noise: NoiseSpec::default(),
+            provenance: Default::default(),
+            sources: Default::default(),
+        }
+    }
+
+    fn no_rng() -> Option<&'static mut Pcg64Mcg> {
+        None
+    }
+
+    #[test]
+    fn rotational_wait_is_always_shorter_than_one_rotation() {
+        let d = Drive::from_spec(&spec()).unwrap();
+        let period = d.period().0;
+        for t in (0..3 * period).step_by(7_919) {
+            for angle in [0, 1, period / 3, period - 1] {
+                let w = d.rotational_wait(Nanos(t), 12_345, angle);
+                assert!(w.0 < period, "wait {w:?} at t={t}");
+            }
+        }
+    }
+
+    #[test]
+    fn access_on_one_track_is_overhead_seek_rotation_transfer() {
+        let d = Drive::from_spec(&spec()).unwrap();
+        let head = HeadState { cylinder: 0, head: 0, phase_ns: 0 };
+        // LBA 1000 is cylinder 5, head 0 (200 sectors per cylinder), sector 0.
+        let a = d.access(Nanos(0), &head, Op::Read, 1000, 8, None, no_rng());
+        assert_eq!(a.overhead, Span::from_ms(1));
+        assert_eq!(a.seek, Span::from_ms_f64(9.99 * 5.0 / 999.0));
+        assert_eq!(a.switches, Span::ZERO);
+        // 8 of 100 sectors at 6 ms per revolution.
+        assert_eq!(a.transfer, Span(6_000_000 * 8 / 100));
+        assert!(a.rotation < d.period());
+        assert_eq!((a.end_cylinder, a.end_head), (5, 0));
+    }
+
+    #[test]
+    fn crossing_a_track_boundary_pays_the_head_switch() {
+        let d = Drive::from_spec(&spec()).unwrap();
+        let head = HeadState { cylinder: 0, head: 0, phase_ns: 0 };
+        // Sectors 95..105 of cylinder 0: 5 on head 0, 5 on head 1.
+        let a = d.access(Nanos(0), &head, Op::Read, 95, 10, None, no_rng());
+        assert_eq!(a.switches, Span::from_ms_f64(0.5));
+        assert_eq!((a.end_cylinder, a.end_head), (0, 1));
+        // Crossing to the next cylinder pays a one-cylinder seek (here 0.01 ms) raised to
+        // the head switch, since the head changes too.
+        let b = d.access(Nanos(0), &head, Op::Read, 195, 10, None, no_rng());
+        assert_eq!(b.switches, Span::from_ms_f64(0.5));
+        assert_eq!((b.end_cylinder, b.end_head), (1, 0));
+        // The track skew (10 sectors = 0.6 ms) covers a 0.5 ms switch: after the switch the
+        // head waits only the remainder, 0.1 ms, not a revolution.
+        assert_eq!(a.rotation - d.rotational_wait(Nanos(0) + a.overhead, 0, d.locate(95).angle_ns), Span(100_000));
+    }
+
+    #[test]
+    fn writes_pay_the_settle_time_after_a_seek() {
+        let d = Drive::from_spec(&spec()).unwrap();
+        let head = HeadState { cylinder: 0, head: 0, phase_ns: 0 };
+        let r = d.seek_span(0, 0, d.locate(1000).chs, Op::Read);
+        let w = d.seek_span(0, 0, d.locate(1000).chs, Op::Write);
+        assert_eq!(w, r + Span::from_ms_f64(0.7));
+        let _ = head;
+    }
+
+    #[test]
+    fn predictor_equals_access_positioning_without_noise() {
+        let d = Drive::from_spec(&spec()).unwrap();
+        let head = HeadState { cylinder: 300, head: 1, phase_ns: 777 };
+        for lba in [0u64, 17, 5_000, 150_001, 199_990] {
+            for op in [Op::Read, Op::Write] {
+                let now = Nanos(123_456_789);
+                let a = d.access(now, &head, op, lba, 1, None, no_rng());
+                let p = d.position_time(now, &head, op, &d.locate(lba));
+                assert_eq!(p, a.overhead + a.seek + a.rotation, "lba {lba} {op:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn noise_is_seeded_and_changes_timing() {
+        let mut s = spec();
+        s.noise = NoiseSpec { seek_rel_sigma: 0.05, rotation_sigma_ms: 0.05 };
+        let d = Drive::from_spec(&s).unwrap();
+        let head = HeadState { cylinder: 0, head: 0, phase_ns: 0 };
+        let run = |seed| {
+            let mut rng = Pcg64Mcg::new(seed);
+            (0..50).map(|i| d.access(Nanos(i * 1_000_000), &head, Op::Read, i * 3_001, 1, None, Some(&mut rng)).end).collect::<Vec<_>>()
+        };
+        assert_eq!(run(1), run(1));
+        assert_ne!(run(1), run(2));
+    }
+
+    #[test]
+    fn zero_rpm_is_rejected_naming_the_key() {
+        let mut s = spec();
+        s.rpm = 0.0;
+        let err = Drive::from_spec(&s).unwrap_err().to_string();
+        assert!(err.starts_with("rpm:"), "{err}");
+    }
+}
