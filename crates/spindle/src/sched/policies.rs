@@ -1,0 +1,263 @@
+//! The six policies. Each is a thin rule over [`Pending`]; see the module docs of `sched`.
+
+use super::{DiskRequest, Pending, Pick, SchedStats, Scheduler};
+use crate::drive::{Drive, HeadState};
+use crate::Nanos;
+use std::collections::VecDeque;
+
+fn plain(request: DiskRequest) -> Pick {
+    Pick { request, via_cylinder: None }
+}
+
+/// First come, first served: arrival order, a ring buffer (no scan even for long queues).
+#[derive(Debug)]
+pub struct Fcfs {
+    ring: VecDeque<DiskRequest>,
+    stats: SchedStats,
+}
+
+impl Fcfs {
+    pub fn new(q: Pending) -> Fcfs {
+        // FCFS never starves a request, so an age bound has nothing to do.
+        let _ = q;
+        Fcfs { ring: VecDeque::with_capacity(64), stats: SchedStats::default() }
+    }
+}
+
+impl Scheduler for Fcfs {
+    fn push(&mut self, r: DiskRequest) {
+        debug_assert!(self.ring.back().is_none_or(|b| b.seq < r.seq), "FCFS arrivals out of order");
+        self.ring.push_back(r);
+    }
+    fn pick(&mut self, _now: Nanos, _head: &HeadState, _drive: &Drive) -> Option<Pick> {
+        let r = self.ring.pop_front()?;
+        self.stats.picks += 1;
+        Some(plain(r))
+    }
+    fn remove(&mut self, id: u64) -> Option<DiskRequest> {
+        let i = self.ring.iter().position(|r| r.id == id)?;
+        self.ring.remove(i)
+    }
+    fn len(&self) -> usize {
+        self.ring.len()
+    }
+    fn stats(&self) -> SchedStats {
+        self.stats
+    }
+}
+
+/// Shortest seek (cylinder distance) first.
+#[derive(Debug)]
+pub struct Sstf {
+    q: Pending,
+}
+
+impl Sstf {
+    pub fn new(q: Pending) -> Sstf {
+        Sstf { q }
+    }
+}
+
+impl Scheduler for Sstf {
+    fn push(&mut self, r: DiskRequest) {
+        self.q.push(r);
+    }
+    fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
+        if let Some(i) = self.q.overdue(now) {
+            return Some(plain(self.q.take(i, true)));
+        }
+        let i = self.q.argmin(|r| r.target.chs.cylinder.abs_diff(head.cylinder))?;
+        Some(plain(self.q.take(i, false)))
+    }
+    fn remove(&mut self, id: u64) -> Option<DiskRequest> {
+        self.q.remove(id)
+    }
+    fn len(&self) -> usize {
+        self.q.reqs.len()
+    }
+    fn stats(&self) -> SchedStats {
+        self.q.stats
+    }
+}
+
+/// The sweep shared by SCAN and LOOK: the nearest request at or beyond the head in the
+/// current direction; `None` when nothing lies ahead.
+fn nearest_ahead(q: &Pending, cylinder: u32, up: bool) -> Option<usize> {
+    if up {
+        q.argmin(|r| if r.target.chs.cylinder >= cylinder { r.target.chs.cylinder - cylinder } else { u32::MAX })
+            .filter(|&i| q.reqs[i].target.chs.cylinder >= cylinder)
+    } else {
+        q.argmin(|r| if r.target.chs.cylinder <= cylinder { cylinder - r.target.chs.cylinder } else { u32::MAX })
+            .filter(|&i| q.reqs[i].target.chs.cylinder <= cylinder)
+    }
+}
+
+/// LOOK: sweep in one direction while requests lie ahead, then reverse (dissertation 2.4.2).
+#[derive(Debug)]
+pub struct Look {
+    q: Pending,
+    up: bool,
+}
+
+impl Look {
+    pub fn new(q: Pending) -> Look {
+        Look { q, up: true }
+    }
+}
+
+impl Scheduler for Look {
+    fn push(&mut self, r: DiskRequest) {
+        self.q.push(r);
+    }
+    fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
+        if let Some(i) = self.q.overdue(now) {
+            return Some(plain(self.q.take(i, true)));
+        }
+        if self.q.reqs.is_empty() {
+            return None;
+        }
+        let i = match nearest_ahead(&self.q, head.cylinder, self.up) {
+            Some(i) => i,
+            None => {
+                self.up = !self.up;
+                self.q.stats.reversals += 1;
+                nearest_ahead(&self.q, head.cylinder, self.up).expect("a request lies one way or the other")
+            }
+        };
+        Some(plain(self.q.take(i, false)))
+    }
+    fn remove(&mut self, id: u64) -> Option<DiskRequest> {
+        self.q.remove(id)
+    }
+    fn len(&self) -> usize {
+        self.q.reqs.len()
+    }
+    fn stats(&self) -> SchedStats {
+        self.q.stats
+    }
+}
+
+/// SCAN (the elevator): like LOOK, but the arm runs to the last cylinder in its direction
+/// before it reverses.
+#[derive(Debug)]
+pub struct Scan {
+    q: Pending,
+    up: bool,
+    last_cylinder: u32,
+}
+
+impl Scan {
+    pub fn new(q: Pending, cylinders: u32) -> Scan {
+        assert!(cylinders > 0, "a drive has cylinders");
+        Scan { q, up: true, last_cylinder: cylinders - 1 }
+    }
+}
+
+impl Scheduler for Scan {
+    fn push(&mut self, r: DiskRequest) {
+        self.q.push(r);
+    }
+    fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
+        if let Some(i) = self.q.overdue(now) {
+            return Some(plain(self.q.take(i, true)));
+        }
+        if self.q.reqs.is_empty() {
+            return None;
+        }
+        if let Some(i) = nearest_ahead(&self.q, head.cylinder, self.up) {
+            return Some(plain(self.q.take(i, false)));
+        }
+        let edge = if self.up { self.last_cylinder } else { 0 };
+        self.up = !self.up;
+        self.q.stats.reversals += 1;
+        let i = nearest_ahead(&self.q, edge, self.up).expect("every request lies on the way back");
+        Some(Pick { request: self.q.take(i, false), via_cylinder: (edge != head.cylinder).then_some(edge) })
+    }
+    fn remove(&mut self, id: u64) -> Option<DiskRequest> {
+        self.q.remove(id)
+    }
+    fn len(&self) -> usize {
+        self.q.reqs.len()
+    }
+    fn stats(&self) -> SchedStats {
+        self.q.stats
+    }
+}
+
+/// C-LOOK: sweep upwards only; when nothing lies ahead, return to the lowest request.
+#[derive(Debug)]
+pub struct CLook {
+    q: Pending,
+}
+
+impl CLook {
+    pub fn new(q: Pending) -> CLook {
+        CLook { q }
+    }
+}
+
+impl Scheduler for CLook {
+    fn push(&mut self, r: DiskRequest) {
+        self.q.push(r);
+    }
+    fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
+        if let Some(i) = self.q.overdue(now) {
+            return Some(plain(self.q.take(i, true)));
+        }
+        if self.q.reqs.is_empty() {
+            return None;
+        }
+        let i = match nearest_ahead(&self.q, head.cylinder, true) {
+            Some(i) => i,
+            None => {
+                self.q.stats.reversals += 1;
+                self.q.argmin(|r| r.target.chs.cylinder).expect("queue is not empty")
+            }
+        };
+        Some(plain(self.q.take(i, false)))
+    }
+    fn remove(&mut self, id: u64) -> Option<DiskRequest> {
+        self.q.remove(id)
+    }
+    fn len(&self) -> usize {
+        self.q.reqs.len()
+    }
+    fn stats(&self) -> SchedStats {
+        self.q.stats
+    }
+}
+
+/// Shortest access time first: the smallest predicted overhead + seek + rotational wait,
+/// using the rotational position of the platter at `now`.
+#[derive(Debug)]
+pub struct Satf {
+    q: Pending,
+}
+
+impl Satf {
+    pub fn new(q: Pending) -> Satf {
+        Satf { q }
+    }
+}
+
+impl Scheduler for Satf {
+    fn push(&mut self, r: DiskRequest) {
+        self.q.push(r);
+    }
+    fn pick(&mut self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<Pick> {
+        if let Some(i) = self.q.overdue(now) {
+            return Some(plain(self.q.take(i, true)));
+        }
+        let i = self.q.argmin(|r| drive.position_time(now, head, r.op, &r.target))?;
+        Some(plain(self.q.take(i, false)))
+    }
+    fn remove(&mut self, id: u64) -> Option<DiskRequest> {
+        self.q.remove(id)
+    }
+    fn len(&self) -> usize {
+        self.q.reqs.len()
+    }
+    fn stats(&self) -> SchedStats {
+        self.q.stats
+    }
+}
