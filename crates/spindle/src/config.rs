@@ -1,1 +1,490 @@
-//! (in progress)
+//! Experiment files: TOML → [`ExperimentSpec`] (serde, unknown keys rejected) → validated
+//! run. `--set key=value` overrides edit the document before it is read. Every error names
+//! the file, the line (when the key is in the file) and the key.
+//!
+//! Keys are documented in `docs/experiment.md`. The core never opens files: the caller passes
+//! a `read_file` function used for drive files and traces named by an experiment.
+
+use crate::array::{Array, ArrayConfig, HostRequest};
+use crate::drive::{builtin_drive, parse_drive, Drive};
+use crate::metrics::Report;
+use crate::sched::Policy;
+use crate::sim::{self, Arrivals, SimError, Window, Workload};
+use crate::workload::synthetic::{Generator, Mix, Poisson};
+use crate::Span;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The built-in default experiment of `spindle run` with no file.
+pub const DEFAULT_EXPERIMENT: &str = include_str!("default_experiment.toml");
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentSpec {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default = "one")]
+    pub seed: u64,
+    pub drive: DriveRef,
+    #[serde(default)]
+    pub array: ArraySpec,
+    pub workload: WorkloadSpec,
+    #[serde(default)]
+    pub run: RunSpec,
+    /// Further configurations run and reported beside the base one.
+    #[serde(default)]
+    pub compare: Vec<CompareSpec>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriveRef {
+    /// A built-in drive id (`spindle drives list`) or the path of a drive file.
+    pub model: String,
+    /// Turn on the drive file's seeded seek/rotation noise.
+    #[serde(default)]
+    pub noise: bool,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArraySpec {
+    #[serde(default = "one_u32")]
+    pub disks: u32,
+    #[serde(default = "jbod")]
+    pub layout: String,
+    #[serde(default = "fcfs")]
+    pub scheduler: Policy,
+    /// Serve a request first once it has waited this long (ms); absent: no bound.
+    #[serde(default)]
+    pub age_bound_ms: Option<f64>,
+    #[serde(default = "yes")]
+    pub random_phase: bool,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+fn jbod() -> String {
+    "jbod".into()
+}
+fn fcfs() -> Policy {
+    Policy::Fcfs
+}
+fn yes() -> bool {
+    true
+}
+
+impl Default for ArraySpec {
+    fn default() -> Self {
+        ArraySpec { disks: 1, layout: jbod(), scheduler: Policy::Fcfs, age_bound_ms: None, random_phase: true }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkloadKind {
+    Closed,
+    Open,
+    Trace,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    pub kind: WorkloadKind,
+    #[serde(default = "one_u32")]
+    pub queue_depth: u32,
+    #[serde(default = "one_f64")]
+    pub read_fraction: f64,
+    #[serde(default = "four_k")]
+    pub size_bytes: u64,
+    /// A size distribution `[[bytes, weight], …]`; replaces `size_bytes`.
+    #[serde(default)]
+    pub sizes: Option<Vec<(u64, f64)>>,
+    #[serde(default = "four_k")]
+    pub alignment_bytes: u64,
+    /// Size of the data set; absent: the whole array.
+    #[serde(default)]
+    pub data_set_bytes: Option<u64>,
+    #[serde(default)]
+    pub sequential_fraction: f64,
+    /// Open loop: mean arrival rate (requests per second).
+    #[serde(default)]
+    pub rate_iops: Option<f64>,
+    #[serde(default)]
+    pub trace: Option<TraceSpec>,
+}
+
+fn one_f64() -> f64 {
+    1.0
+}
+fn four_k() -> u64 {
+    4096
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    pub path: String,
+    /// Format name; absent: detected from the content.
+    #[serde(default)]
+    pub format: Option<String>,
+    #[serde(default = "one_f64")]
+    pub speedup: f64,
+    /// Replay only arrivals within this window (seconds from the trace's first arrival).
+    #[serde(default)]
+    pub start_s: Option<f64>,
+    #[serde(default)]
+    pub end_s: Option<f64>,
+    /// Keep only these traced devices.
+    #[serde(default)]
+    pub devices: Option<Vec<u32>>,
+    /// Concatenate the traced devices into one logical data set (dissertation 4.2.1); when
+    /// false, device d is replayed on disk d.
+    #[serde(default = "yes")]
+    pub concat: bool,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    /// Requests to issue (synthetic workloads; a trace replays all its requests).
+    #[serde(default = "ten_thousand")]
+    pub requests: u64,
+    /// Requests excluded at the start; absent: 15 % of `requests` for synthetic workloads
+    /// (the dissertation measures the middle 7,000 of 10,000), 0 for traces.
+    #[serde(default)]
+    pub warmup_requests: Option<u64>,
+    #[serde(default)]
+    pub cooldown_requests: Option<u64>,
+}
+
+fn ten_thousand() -> u64 {
+    10_000
+}
+
+impl Default for RunSpec {
+    fn default() -> Self {
+        RunSpec { requests: ten_thousand(), warmup_requests: None, cooldown_requests: None }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompareSpec {
+    pub label: String,
+    /// Overrides of the base experiment: dotted key → value.
+    #[serde(default)]
+    pub set: BTreeMap<String, toml::Value>,
+}
+
+/// A configuration error: where, which key, what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{origin}{}: {msg}", line.map(|l| format!(": line {l}")).unwrap_or_default())]
+pub struct ConfigError {
+    pub origin: String,
+    pub line: Option<usize>,
+    pub msg: String,
+}
+
+/// A parsed experiment with the text it came from (to point errors at lines).
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    pub spec: ExperimentSpec,
+    origin: String,
+    doc: toml::Table,
+    text: String,
+    sets: Vec<String>,
+}
+
+impl Experiment {
+    /// Parses `text` (from `origin`, a file name or "built-in default") and applies `sets`
+    /// (`key=value`, value in TOML syntax; a bare word is taken as a string).
+    pub fn parse(text: &str, origin: &str, sets: &[String]) -> Result<Experiment, ConfigError> {
+        let err = |line: Option<usize>, msg: String| ConfigError { origin: origin.to_string(), line, msg };
+        let mut doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let line = e.span().map(|s| line_of(text, s.start));
+            err(line, e.message().to_string())
+        })?;
+        for set in sets {
+            apply_set(&mut doc, set).map_err(|m| err(None, format!("--set {set}: {m}")))?;
+        }
+        let spec = spec_from(&doc, text, origin, sets)?;
+        Ok(Experiment { spec, origin: origin.to_string(), doc, text: text.to_string(), sets: sets.to_vec() })
+    }
+
+    /// An error about `key`, pointing at its line in the file when it is there.
+    pub fn error(&self, key: &str, msg: impl Into<String>) -> ConfigError {
+        let from_set = self.sets.iter().any(|s| s.split('=').next().map(str::trim) == Some(key));
+        let msg = msg.into();
+        if from_set {
+            return ConfigError { origin: self.origin.clone(), line: None, msg: format!("{key} (from --set): {msg}") };
+        }
+        ConfigError { origin: self.origin.clone(), line: key_line(&self.text, key), msg: format!("{key}: {msg}") }
+    }
+
+    /// The base experiment followed by one experiment per `[[compare]]` entry.
+    pub fn variants(&self) -> Result<Vec<(String, Experiment)>, ConfigError> {
+        let base_label = self.spec.name.clone().unwrap_or_else(|| "base".to_string());
+        let mut out = vec![(base_label, self.clone())];
+        for (i, c) in self.spec.compare.iter().enumerate() {
+            let mut doc = self.doc.clone();
+            doc.remove("compare");
+            for (k, v) in &c.set {
+                if k.starts_with("compare") {
+                    return Err(self.error(&format!("compare[{i}].set"), "a comparison cannot set `compare`"));
+                }
+                set_path(&mut doc, k, v.clone()).map_err(|m| self.error(&format!("compare[{i}].set.{k}"), m))?;
+            }
+            let spec = spec_from(&doc, &self.text, &self.origin, &self.sets)
+                .map_err(|e| ConfigError { msg: format!("compare[{i}] ({}): {}", c.label, e.msg), ..e })?;
+            out.push((c.label.clone(), Experiment { spec, origin: self.origin.clone(), doc, text: self.text.clone(), sets: self.sets.clone() }));
+        }
+        Ok(out)
+    }
+}
+
+fn spec_from(doc: &toml::Table, text: &str, origin: &str, sets: &[String]) -> Result<ExperimentSpec, ConfigError> {
+    ExperimentSpec::deserialize(toml::Value::Table(doc.clone())).map_err(|e| {
+        let msg = e.message().to_string();
+        // Point at the line of the first key the message names, when the file has it.
+        let line = msg
+            .split('`')
+            .nth(1)
+            .and_then(|k| text.lines().position(|l| l.trim_start().starts_with(k)).map(|i| i + 1));
+        let note = if sets.is_empty() { String::new() } else { format!(" (with --set {})", sets.join(" ")) };
+        ConfigError { origin: origin.to_string(), line, msg: format!("{msg}{note}") }
+    })
+}
+
+fn line_of(text: &str, byte: usize) -> usize {
+    text[..byte.min(text.len())].matches('\n').count() + 1
+}
+
+/// The line where a dotted key is defined, found with toml_edit's spans.
+fn key_line(text: &str, key: &str) -> Option<usize> {
+    let doc = toml_edit::ImDocument::parse(text.to_string()).ok()?;
+    let mut item = doc.as_item();
+    let mut span = None;
+    for part in key.split('.') {
+        let (name, index) = match part.split_once('[') {
+            Some((n, rest)) => (n, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        item = item.get(name)?;
+        if let Some(i) = index {
+            item = item.get(i)?;
+        }
+        span = item.span().or(span);
+    }
+    span.map(|s| line_of(text, s.start))
+}
+
+fn apply_set(doc: &mut toml::Table, set: &str) -> Result<(), String> {
+    let (key, raw) = set.split_once('=').ok_or("expected key=value")?;
+    let (key, raw) = (key.trim(), raw.trim());
+    if key.is_empty() {
+        return Err("empty key".into());
+    }
+    let value = format!("v = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+    set_path(doc, key, value)
+}
+
+fn set_path(doc: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), String> {
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let last = parts.pop().ok_or("empty key")?;
+    let mut table = doc;
+    for p in parts {
+        let entry = table.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        table = entry.as_table_mut().ok_or_else(|| format!("`{p}` is not a table"))?;
+    }
+    table.insert(last.to_string(), value);
+    Ok(())
+}
+
+/// Reads a file named by an experiment (a drive file or a trace); the CLI supplies it.
+pub type ReadFile<'a> = &'a dyn Fn(&str) -> Result<Vec<u8>, String>;
+
+/// A trace opener: turns the experiment's trace spec into timed host requests (the CLI
+/// provides it, since opening files is I/O). Arguments: the spec, the drive's sector size,
+/// the array's disk count and per-disk capacity in sectors.
+pub type OpenTrace<'a> = &'a dyn Fn(&TraceSpec, u32, u32, u64) -> Result<(Arrivals<'a>, Option<u64>), String>;
+
+/// Resolves `drive.model`: a built-in id, else a drive file path.
+pub fn resolve_drive(model: &str, read_file: ReadFile<'_>) -> Result<Drive, String> {
+    if crate::drive::library::builtin_spec(model).is_some() {
+        return builtin_drive(model).map_err(|e| format!("built-in drive {model}: {e}"));
+    }
+    if model.ends_with(".toml") || model.contains('/') {
+        let bytes = read_file(model)?;
+        let text = String::from_utf8(bytes).map_err(|_| format!("{model}: not UTF-8 text"))?;
+        return parse_drive(&text).map_err(|e| format!("{model}: {e}"));
+    }
+    Err(builtin_drive(model).expect_err("not a built-in id").to_string())
+}
+
+impl Experiment {
+    /// Validates and runs every variant; the first is the report, the rest its `compare`.
+    pub fn run(
+        &self,
+        read_file: ReadFile<'_>,
+        open_trace: OpenTrace<'_>,
+        progress: &mut dyn FnMut(usize, usize, u64, Option<u64>),
+    ) -> Result<Report, ConfigError> {
+        let variants = self.variants()?;
+        let count = variants.len();
+        let mut reports = Vec::with_capacity(count);
+        for (i, (label, exp)) in variants.into_iter().enumerate() {
+            let mut report = exp.run_one(read_file, open_trace, &mut |d, t| progress(i, count, d, t))?;
+            report.label = label;
+            reports.push(report);
+        }
+        let mut base = reports.remove(0);
+        base.compare = reports;
+        Ok(base)
+    }
+
+    fn run_one(
+        &self,
+        read_file: ReadFile<'_>,
+        open_trace: OpenTrace<'_>,
+        progress: &mut dyn FnMut(u64, Option<u64>),
+    ) -> Result<Report, ConfigError> {
+        let s = &self.spec;
+        let drive = resolve_drive(&s.drive.model, read_file).map_err(|m| self.error("drive.model", m))?;
+        let a = &s.array;
+        if a.disks == 0 {
+            return Err(self.error("array.disks", "must be >= 1, got 0"));
+        }
+        if a.layout != "jbod" {
+            return Err(self.error("array.layout", format!("unknown layout {:?}; available: jbod", a.layout)));
+        }
+        let age_bound = match a.age_bound_ms {
+            None => None,
+            Some(ms) if ms.is_finite() && ms > 0.0 => Some(Span::from_ms_f64(ms)),
+            Some(ms) => return Err(self.error("array.age_bound_ms", format!("must be > 0 ms, got {ms}"))),
+        };
+        let sector_bytes = u64::from(drive.geometry().sector_bytes());
+        let per_disk = drive.capacity_sectors();
+        let drive = Arc::new(drive);
+        let array = Array::new(
+            drive.clone(),
+            &ArrayConfig { disks: a.disks as usize, policy: a.scheduler, age_bound, random_phase: a.random_phase, noise: s.drive.noise, seed: s.seed },
+        );
+        let capacity_bytes = array.capacity_sectors() * sector_bytes;
+        let w = &s.workload;
+        let r = &s.run;
+        let synthetic = w.kind != WorkloadKind::Trace;
+        if synthetic && r.requests == 0 {
+            return Err(self.error("run.requests", "must be >= 1, got 0"));
+        }
+        let warmup = r.warmup_requests.unwrap_or(if synthetic { r.requests * 15 / 100 } else { 0 });
+        let cooldown = r.cooldown_requests.unwrap_or(if synthetic { r.requests * 15 / 100 } else { 0 });
+        if synthetic && warmup + cooldown >= r.requests {
+            return Err(self.error("run.warmup_requests", format!("warm-up ({warmup}) plus cool-down ({cooldown}) leave no measured requests of {}", r.requests)));
+        }
+        let workload_label;
+        let workload = match w.kind {
+            WorkloadKind::Closed | WorkloadKind::Open => {
+                let mix = self.mix(w, sector_bytes, capacity_bytes)?;
+                let size_label = if w.sizes.is_some() { "mixed sizes".to_string() } else { format!("{} KiB", w.size_bytes as f64 / 1024.0) };
+                let seq = if w.sequential_fraction > 0.0 { format!(", {:.0}% sequential", 100.0 * w.sequential_fraction) } else { String::new() };
+                if w.kind == WorkloadKind::Closed {
+                    if w.queue_depth == 0 {
+                        return Err(self.error("workload.queue_depth", "must be >= 1, got 0"));
+                    }
+                    workload_label = format!("closed Q={}, {:.0}% reads, {size_label}{seq}", w.queue_depth, 100.0 * w.read_fraction);
+                    Workload::Closed { generator: Generator::new(mix, w.queue_depth as usize, s.seed), queue_depth: w.queue_depth as usize, requests: r.requests }
+                } else {
+                    let rate = w.rate_iops.ok_or_else(|| self.error("workload.rate_iops", "an open-loop workload needs an arrival rate"))?;
+                    if !(rate.is_finite() && rate > 0.0) {
+                        return Err(self.error("workload.rate_iops", format!("must be > 0, got {rate}")));
+                    }
+                    workload_label = format!("open {rate} IOPS, {:.0}% reads, {size_label}{seq}", 100.0 * w.read_fraction);
+                    let mut generator = Generator::new(mix, 1, s.seed);
+                    let mut poisson = Poisson::new(rate, s.seed ^ 0x9e37_79b9_7f4a_7c15);
+                    let n = r.requests;
+                    let arrivals: Arrivals<'_> = Box::new((0..n).map(move |id| {
+                        let d = generator.draw(0);
+                        Ok(HostRequest { id, op: d.op, lba: d.lba, sectors: d.sectors, arrival: poisson.next_arrival() })
+                    }));
+                    Workload::Timed { arrivals, requests: Some(n) }
+                }
+            }
+            WorkloadKind::Trace => {
+                let t = w.trace.as_ref().ok_or_else(|| self.error("workload.trace", "a trace workload needs [workload.trace] with a path"))?;
+                if !(t.speedup.is_finite() && t.speedup > 0.0) {
+                    return Err(self.error("workload.trace.speedup", format!("must be > 0, got {}", t.speedup)));
+                }
+                let (arrivals, count) = open_trace(t, drive.geometry().sector_bytes(), a.disks, per_disk).map_err(|m| self.error("workload.trace.path", m))?;
+                if cooldown > 0 && count.is_none() {
+                    return Err(self.error("run.cooldown_requests", "a cool-down needs the trace's request count"));
+                }
+                workload_label = format!("trace {} ×{}", t.path, t.speedup);
+                Workload::Timed { arrivals, requests: count }
+            }
+        };
+        let mut report = sim::run(array, workload, Window { warmup, cooldown }, progress).map_err(|e| match e {
+            SimError::Workload(m) => self.error("workload.trace.path", m),
+            other => self.error("workload", other.to_string()),
+        })?;
+        report.drive = drive.id.clone();
+        report.disks_count = a.disks as usize;
+        report.scheduler = a.scheduler.to_string();
+        report.workload = workload_label;
+        report.seed = s.seed;
+        Ok(report)
+    }
+
+    fn mix(&self, w: &WorkloadSpec, sector_bytes: u64, capacity_bytes: u64) -> Result<Mix, ConfigError> {
+        if !(0.0..=1.0).contains(&w.read_fraction) {
+            return Err(self.error("workload.read_fraction", format!("must be within 0..1, got {}", w.read_fraction)));
+        }
+        if !(0.0..=1.0).contains(&w.sequential_fraction) {
+            return Err(self.error("workload.sequential_fraction", format!("must be within 0..1, got {}", w.sequential_fraction)));
+        }
+        if w.alignment_bytes == 0 || w.alignment_bytes % sector_bytes != 0 {
+            return Err(self.error("workload.alignment_bytes", format!("must be a positive multiple of the {sector_bytes}-byte sector, got {}", w.alignment_bytes)));
+        }
+        let data_set = w.data_set_bytes.unwrap_or(capacity_bytes);
+        if data_set > capacity_bytes {
+            return Err(self.error("workload.data_set_bytes", format!("{data_set} bytes do not fit the array's {capacity_bytes} bytes")));
+        }
+        let raw_sizes = w.sizes.clone().unwrap_or_else(|| vec![(w.size_bytes, 1.0)]);
+        let key = if w.sizes.is_some() { "workload.sizes" } else { "workload.size_bytes" };
+        let mut sizes = Vec::with_capacity(raw_sizes.len());
+        for (bytes, weight) in raw_sizes {
+            if bytes == 0 || bytes % sector_bytes != 0 {
+                return Err(self.error(key, format!("sizes must be positive multiples of the {sector_bytes}-byte sector, got {bytes}")));
+            }
+            if bytes > data_set {
+                return Err(self.error(key, format!("a {bytes}-byte request does not fit the {data_set}-byte data set")));
+            }
+            if !(weight.is_finite() && weight > 0.0) {
+                return Err(self.error(key, format!("weights must be > 0, got {weight}")));
+            }
+            sizes.push((u32::try_from(bytes / sector_bytes).map_err(|_| self.error(key, "request too large"))?, weight));
+        }
+        Ok(Mix {
+            read_fraction: w.read_fraction,
+            sizes,
+            alignment_sectors: w.alignment_bytes / sector_bytes,
+            span_start: 0,
+            span_sectors: data_set / sector_bytes,
+            sequential_fraction: w.sequential_fraction,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

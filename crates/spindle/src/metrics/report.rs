@@ -1,0 +1,201 @@
+//! The report of one run: a serde struct, printed as a table for people and as JSON/CSV for
+//! programs. Field meanings are documented in `docs/report.md`.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// Latency statistics of one request class, in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LatencyStats {
+    pub count: u64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+}
+
+impl LatencyStats {
+    pub fn from_histogram(h: &Histogram<u64>) -> LatencyStats {
+        if h.is_empty() {
+            return LatencyStats::default();
+        }
+        let ms = |ns: u64| ns as f64 / 1e6;
+        LatencyStats {
+            count: h.len(),
+            mean_ms: h.mean() / 1e6,
+            p50_ms: ms(h.value_at_quantile(0.50)),
+            p95_ms: ms(h.value_at_quantile(0.95)),
+            p99_ms: ms(h.value_at_quantile(0.99)),
+            p999_ms: ms(h.value_at_quantile(0.999)),
+            max_ms: ms(h.max()),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Latencies {
+    pub all: LatencyStats,
+    pub read: LatencyStats,
+    pub write: LatencyStats,
+}
+
+/// Mean time per measured request spent in each phase (ms); they add up to the mean latency.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct BreakdownMs {
+    pub queue: f64,
+    pub overhead: f64,
+    pub seek: f64,
+    pub rotation: f64,
+    pub transfer: f64,
+    pub switches: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DiskReport {
+    pub disk: usize,
+    /// Fraction of the measurement window the disk was busy.
+    pub utilization: f64,
+    /// Operations the disk served during the whole run.
+    pub ops: u64,
+    /// Sweep direction reversals (LOOK, SCAN, C-LOOK), whole run.
+    pub sweep_reversals: u64,
+    /// Requests served per sweep (picks / reversals), whole run; null for non-sweeping policies.
+    pub requests_per_sweep: Option<f64>,
+    /// Picks forced by the age bound, whole run.
+    pub aged_picks: u64,
+}
+
+/// The report of one run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Report {
+    pub label: String,
+    pub drive: String,
+    pub disks_count: usize,
+    pub scheduler: String,
+    pub workload: String,
+    pub seed: u64,
+    /// Measured requests (issued inside the window).
+    pub requests: u64,
+    pub requests_issued: u64,
+    pub window_ms: f64,
+    pub throughput_iops: f64,
+    pub throughput_mb_s: f64,
+    pub latency: Latencies,
+    pub breakdown_ms: BreakdownMs,
+    pub disks: Vec<DiskReport>,
+    /// Further configurations of the same experiment (`[[compare]]`), each a full report.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub compare: Vec<Report>,
+}
+
+impl Report {
+    /// This report and its comparisons, in order.
+    pub fn rows(&self) -> impl Iterator<Item = &Report> {
+        std::iter::once(self).chain(self.compare.iter())
+    }
+
+    pub fn mean_utilization(&self) -> f64 {
+        if self.disks.is_empty() {
+            return 0.0;
+        }
+        self.disks.iter().map(|d| d.utilization).sum::<f64>() / self.disks.len() as f64
+    }
+
+    /// A table for people: one row per configuration.
+    pub fn to_table(&self) -> String {
+        let mut s = String::new();
+        let first = self;
+        let _ = writeln!(s, "drive {} · workload {} · seed {}", first.drive, first.workload, first.seed);
+        let _ = writeln!(
+            s,
+            "{:<22} {:>5} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} | {:>6} {:>6} {:>6} {:>6} {:>6}",
+            "configuration", "disks", "sched", "IOPS", "mean ms", "p50", "p95", "p99", "max", "util",
+            "queue", "ovh", "seek", "rot", "xfer"
+        );
+        for r in self.rows() {
+            let l = &r.latency.all;
+            let b = &r.breakdown_ms;
+            let _ = writeln!(
+                s,
+                "{:<22} {:>5} {:>7} {:>9.1} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>5.1}% | {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3}",
+                truncate(&r.label, 22),
+                r.disks_count,
+                r.scheduler,
+                r.throughput_iops,
+                l.mean_ms,
+                l.p50_ms,
+                l.p95_ms,
+                l.p99_ms,
+                l.max_ms,
+                100.0 * r.mean_utilization(),
+                b.queue,
+                b.overhead,
+                b.seek,
+                b.rotation,
+                b.transfer + b.switches,
+            );
+        }
+        let _ = writeln!(s, "(latency in ms over {} measured requests per row; breakdown = mean ms per request)", first.requests);
+        s
+    }
+
+    /// CSV: a header and one line per configuration.
+    pub fn to_csv(&self) -> String {
+        let mut s = String::from(
+            "label,drive,disks,scheduler,workload,seed,requests,throughput_iops,throughput_mb_s,\
+             mean_ms,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,read_mean_ms,write_mean_ms,\
+             queue_ms,overhead_ms,seek_ms,rotation_ms,transfer_ms,switches_ms,mean_utilization\n",
+        );
+        for r in self.rows() {
+            let (l, b) = (&r.latency.all, &r.breakdown_ms);
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{},{},{:.3},{:.3},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6}",
+                csv_field(&r.label),
+                csv_field(&r.drive),
+                r.disks_count,
+                r.scheduler,
+                csv_field(&r.workload),
+                r.seed,
+                r.requests,
+                r.throughput_iops,
+                r.throughput_mb_s,
+                l.mean_ms,
+                l.p50_ms,
+                l.p95_ms,
+                l.p99_ms,
+                l.p999_ms,
+                l.max_ms,
+                r.latency.read.mean_ms,
+                r.latency.write.mean_ms,
+                b.queue,
+                b.overhead,
+                b.seek,
+                b.rotation,
+                b.transfer,
+                b.switches,
+                r.mean_utilization()
+            );
+        }
+        s
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).chain(std::iter::once('…')).collect()
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
