@@ -6,6 +6,11 @@
 //! values: *disk d is busy until t* (the driver calls `handle(t, Event::DiskDone)` then) and
 //! *host request answered*. The controller never reads a clock.
 //!
+//! Idle disks choose their next request lazily: only once every completion action has been
+//! polled. A host that answers a completion with a new request at the same instant (the
+//! closed loop) therefore has it considered in the next scheduling decision, as in the
+//! dissertation's model of Q constantly outstanding requests (2.4).
+//!
 //! Layout (this stage): JBOD — the logical address space is the disks' spaces concatenated;
 //! a request crossing a disk boundary is split and answered when its last part completes.
 
@@ -118,6 +123,8 @@ pub struct Array {
     slots: Vec<Option<HostSlot>>,
     free_slots: Vec<usize>,
     actions: VecDeque<Action>,
+    /// Disks that are idle and may have work: dispatched when `actions` runs dry.
+    to_dispatch: Vec<usize>,
     now: Nanos,
     seq: u64,
     noise: bool,
@@ -148,6 +155,7 @@ impl Array {
             slots: Vec::with_capacity(1024),
             free_slots: Vec::with_capacity(1024),
             actions: VecDeque::with_capacity(64),
+            to_dispatch: Vec::with_capacity(cfg.disks),
             now: Nanos::ZERO,
             seq: 0,
             noise: cfg.noise,
@@ -195,7 +203,24 @@ impl Array {
 
     #[must_use]
     pub fn poll_action(&mut self) -> Option<Action> {
+        if self.actions.is_empty() && !self.to_dispatch.is_empty() {
+            let now = self.now;
+            let mut pending = std::mem::take(&mut self.to_dispatch);
+            for &disk in &pending {
+                if self.disks[disk].busy.is_none() {
+                    self.start_next(now, disk);
+                }
+            }
+            pending.clear();
+            self.to_dispatch = pending;
+        }
         self.actions.pop_front()
+    }
+
+    fn mark_for_dispatch(&mut self, disk: usize) {
+        if !self.to_dispatch.contains(&disk) {
+            self.to_dispatch.push(disk);
+        }
     }
 
     fn accept(&mut self, now: Nanos, req: HostRequest) {
@@ -227,7 +252,7 @@ impl Array {
             };
             self.disks[disk].sched.push(dr);
             if self.disks[disk].busy.is_none() {
-                self.start_next(now, disk);
+                self.mark_for_dispatch(disk);
             }
         }
     }
@@ -279,7 +304,7 @@ impl Array {
                 breakdown: s.breakdown,
             }));
         }
-        self.start_next(now, disk);
+        self.mark_for_dispatch(disk);
     }
 }
 

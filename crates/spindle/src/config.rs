@@ -149,6 +149,10 @@ pub struct TraceSpec {
     /// false, device d is replayed on disk d.
     #[serde(default = "yes")]
     pub concat: bool,
+    /// At most this many requests outstanding in the array (a host queue depth); requests
+    /// arriving when it is full wait at the host and their latency counts from issue.
+    #[serde(default)]
+    pub max_outstanding: Option<u32>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -418,7 +422,7 @@ impl Experiment {
                         let d = generator.draw(0);
                         Ok(HostRequest { id, op: d.op, lba: d.lba, sectors: d.sectors, arrival: poisson.next_arrival() })
                     }));
-                    Workload::Timed { arrivals, requests: Some(n) }
+                    Workload::Timed { arrivals, requests: Some(n), max_outstanding: None }
                 }
             }
             WorkloadKind::Trace => {
@@ -431,7 +435,11 @@ impl Experiment {
                     return Err(self.error("run.cooldown_requests", "a cool-down needs the trace's request count"));
                 }
                 workload_label = format!("trace {} ×{}", t.path, t.speedup);
-                Workload::Timed { arrivals, requests: count }
+                let max_outstanding = match t.max_outstanding {
+                    Some(0) => return Err(self.error("workload.trace.max_outstanding", "must be >= 1, got 0")),
+                    m => m.map(|m| m as usize),
+                };
+                Workload::Timed { arrivals, requests: count, max_outstanding }
             }
         };
         let mut report = sim::run(array, workload, Window { warmup, cooldown }, progress).map_err(|e| match e {

@@ -20,8 +20,10 @@ pub enum Workload<'a> {
     /// Iometer style: `queue_depth` requests outstanding until `requests` have been issued.
     Closed { generator: Generator, queue_depth: usize, requests: u64 },
     /// Requests arriving at their own times (open loop, trace replay); `requests` is the
-    /// count when known (needed for a cool-down window).
-    Timed { arrivals: Arrivals<'a>, requests: Option<u64> },
+    /// count when known (needed for a cool-down window). With `max_outstanding`, at most that
+    /// many requests are in the array at once (a host queue depth): a request arriving when
+    /// the array is full is issued at the next completion, and its latency counts from then.
+    Timed { arrivals: Arrivals<'a>, requests: Option<u64>, max_outstanding: Option<usize> },
 }
 
 /// Measurement window by issue index (see [`crate::metrics`]).
@@ -108,9 +110,12 @@ pub fn run(
                 array.handle(t, Event::DiskDone { disk });
             }
         }
-        Workload::Timed { mut arrivals, .. } => {
+        Workload::Timed { mut arrivals, max_outstanding, .. } => {
             let mut next = arrivals.next().transpose().map_err(SimError::Workload)?;
             let mut previous = Nanos::ZERO;
+            let mut now = Nanos::ZERO;
+            let limit = max_outstanding.unwrap_or(usize::MAX);
+            assert!(limit >= 1, "max_outstanding is validated to be >= 1");
             loop {
                 while let Some(action) = array.poll_action() {
                     match action {
@@ -129,22 +134,27 @@ pub fn run(
                 }
                 // Completions at the same instant as an arrival are handled first.
                 let disk_t = heap.peek().map(|Reverse((t, _, _))| *t);
+                let full = array.outstanding() >= limit;
                 let take_arrival = match (&next, disk_t) {
                     (None, None) => break,
-                    (Some(r), Some(t)) => r.arrival < t,
+                    (Some(_), Some(_)) if full => false,
+                    (Some(r), Some(t)) => r.arrival.max(now) < t,
                     (Some(_), None) => true,
                     (None, Some(_)) => false,
                 };
                 if take_arrival {
-                    let r = next.take().expect("an arrival is pending");
+                    let mut r = next.take().expect("an arrival is pending");
                     if r.arrival < previous {
                         return Err(SimError::Unordered { index: r.id, arrival: r.arrival, previous });
                     }
                     previous = r.arrival;
+                    r.arrival = r.arrival.max(now);
+                    now = r.arrival;
                     issue!(r);
                     next = arrivals.next().transpose().map_err(SimError::Workload)?;
                 } else {
                     let Reverse((t, _, disk)) = heap.pop().expect("a disk completion is pending");
+                    now = t;
                     array.handle(t, Event::DiskDone { disk });
                 }
             }
