@@ -1,11 +1,23 @@
 //! The `spindle` command line: parse, call the core, print.
+//!
+//! Errors print as `spindle: <what>: <why>` on stderr and exit with status 2; a closed pipe
+//! on stdout exits quietly.
 
+mod bench;
+mod drives_cmd;
+mod progress;
+mod replay;
+mod run_cmd;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "spindle", version, about = "Simulate, emulate and calibrate arrays of hard disks")]
+#[command(
+    name = "spindle",
+    version,
+    about = "Simulate, emulate and calibrate arrays of hard disks"
+)]
 struct Cli {
     /// No progress bars.
     #[arg(long, global = true)]
@@ -16,17 +28,33 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Run an experiment (no FILE: the built-in default) and print its report.
+    Run(run_cmd::RunArgs),
+    /// List and show the built-in drive library.
+    #[command(subcommand)]
+    Drives(drives_cmd::DrivesCmd),
     /// Read, summarise and convert block traces.
     #[command(subcommand)]
     Trace(trace_cmd::TraceCmd),
+    /// Measure the simulator's speed and memory on the standard scenarios.
+    Bench(bench::BenchArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.cmd {
+        Cmd::Run(args) => run_cmd::run(args, cli.quiet),
+        Cmd::Drives(cmd) => drives_cmd::run(cmd),
         Cmd::Trace(cmd) => trace_cmd::run(cmd, cli.quiet),
+        Cmd::Bench(args) => bench::run(args, cli.quiet),
     };
     if let Err(err) = result {
+        if err
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+        {
+            std::process::exit(0);
+        }
         eprintln!("spindle: {err:#}");
         std::process::exit(2);
     }

@@ -14,7 +14,7 @@
 //! Layout (this stage): JBOD — the logical address space is the disks' spaces concatenated;
 //! a request crossing a disk boundary is split and answered when its last part completes.
 
-use crate::drive::{Access, Drive, HeadState};
+use crate::drive::{Access, Drive, HeadState, Transfer};
 use crate::sched::{DiskRequest, Policy, SchedStats, Scheduler};
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
@@ -70,7 +70,10 @@ pub enum Event {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     /// Disk `disk` started an operation that ends at `until`.
-    DiskBusy { disk: usize, until: Nanos },
+    DiskBusy {
+        disk: usize,
+        until: Nanos,
+    },
     Complete(Completion),
 }
 
@@ -137,10 +140,20 @@ impl Array {
         let period = drive.period().0;
         let disks = (0..cfg.disks)
             .map(|_| {
-                let phase_ns = if cfg.random_phase { seeder.gen_range(0..period) } else { 0 };
+                let phase_ns = if cfg.random_phase {
+                    seeder.gen_range(0..period)
+                } else {
+                    0
+                };
                 Disk {
-                    head: HeadState { cylinder: 0, head: 0, phase_ns },
-                    sched: cfg.policy.build(cfg.age_bound, drive.geometry().cylinders()),
+                    head: HeadState {
+                        cylinder: 0,
+                        head: 0,
+                        phase_ns,
+                    },
+                    sched: cfg
+                        .policy
+                        .build(cfg.age_bound, drive.geometry().cylinders()),
                     busy: None,
                     rng: Pcg64Mcg::seed_from_u64(seeder.gen()),
                     busy_ns: 0,
@@ -183,17 +196,27 @@ impl Array {
     /// Cumulative busy time of `disk` up to instant `t` (t ≥ the last event handled).
     pub fn busy_until(&self, disk: usize, t: Nanos) -> Span {
         let d = &self.disks[disk];
-        let partial = d.busy.as_ref().map_or(0, |f| t.0.min(f.access.end.0).saturating_sub(f.started.0));
+        let partial = d
+            .busy
+            .as_ref()
+            .map_or(0, |f| t.0.min(f.access.end.0).saturating_sub(f.started.0));
         Span(d.busy_ns + partial)
     }
 
     pub fn counters(&self, disk: usize) -> DiskCounters {
         let d = &self.disks[disk];
-        DiskCounters { ops: d.ops, sched: d.sched.stats() }
+        DiskCounters {
+            ops: d.ops,
+            sched: d.sched.stats(),
+        }
     }
 
     pub fn handle(&mut self, now: Nanos, ev: Event) {
-        assert!(now >= self.now, "time went backwards: {now:?} < {:?}", self.now);
+        assert!(
+            now >= self.now,
+            "time went backwards: {now:?} < {:?}",
+            self.now
+        );
         self.now = now;
         match ev {
             Event::Host(req) => self.accept(now, req),
@@ -226,7 +249,11 @@ impl Array {
     fn accept(&mut self, now: Nanos, req: HostRequest) {
         assert!(req.sectors > 0, "host request {} moves no data", req.id);
         let end = req.lba + u64::from(req.sectors);
-        assert!(end <= self.capacity_sectors(), "host request {} ends at {end}, beyond the array", req.id);
+        assert!(
+            end <= self.capacity_sectors(),
+            "host request {} ends at {end}, beyond the array",
+            req.id
+        );
         let first_disk = req.lba / self.per_disk_sectors;
         let last_disk = (end - 1) / self.per_disk_sectors;
         let slot = self.free_slots.pop().unwrap_or_else(|| {
@@ -234,7 +261,12 @@ impl Array {
             self.slots.len() - 1
         });
         let parts = u32::try_from(last_disk - first_disk + 1).expect("parts fit u32");
-        self.slots[slot] = Some(HostSlot { req, parts_left: parts, breakdown: Breakdown::default(), last_done: now });
+        self.slots[slot] = Some(HostSlot {
+            req,
+            parts_left: parts,
+            breakdown: Breakdown::default(),
+            last_done: now,
+        });
         for d in first_disk..=last_disk {
             let start = req.lba.max(d * self.per_disk_sectors);
             let stop = end.min((d + 1) * self.per_disk_sectors);
@@ -260,24 +292,46 @@ impl Array {
     fn start_next(&mut self, now: Nanos, disk: usize) {
         let d = &mut self.disks[disk];
         assert!(d.busy.is_none(), "disk {disk} is already busy");
-        let Some(pick) = d.sched.pick(now, &d.head, &self.drive) else { return };
+        let Some(pick) = d.sched.pick(now, &d.head, &self.drive) else {
+            return;
+        };
         let r = pick.request;
         let rng = if self.noise { Some(&mut d.rng) } else { None };
-        let access = self.drive.access(now, &d.head, r.op, r.lba, r.sectors, pick.via_cylinder, rng);
+        let xfer = Transfer {
+            op: r.op,
+            lba: r.lba,
+            sectors: r.sectors,
+        };
+        let access = self
+            .drive
+            .access(now, &d.head, xfer, pick.via_cylinder, rng);
         let until = access.end;
-        d.busy = Some(InFlight { slot: usize::try_from(r.id).expect("slot fits usize"), access, started: now, queued_at: r.queued_at });
+        d.busy = Some(InFlight {
+            slot: usize::try_from(r.id).expect("slot fits usize"),
+            access,
+            started: now,
+            queued_at: r.queued_at,
+        });
         self.actions.push_back(Action::DiskBusy { disk, until });
     }
 
     fn finish(&mut self, now: Nanos, disk: usize) {
         let d = &mut self.disks[disk];
-        let f = d.busy.take().unwrap_or_else(|| panic!("disk {disk} completed with nothing in flight"));
-        assert_eq!(f.access.end, now, "disk {disk} completion at the wrong time");
+        let f = d
+            .busy
+            .take()
+            .unwrap_or_else(|| panic!("disk {disk} completed with nothing in flight"));
+        assert_eq!(
+            f.access.end, now,
+            "disk {disk} completion at the wrong time"
+        );
         d.busy_ns += now.since(f.started).0;
         d.ops += 1;
         d.head.cylinder = f.access.end_cylinder;
         d.head.head = f.access.end_head;
-        let slot = self.slots[f.slot].as_mut().expect("in-flight operation belongs to a live host request");
+        let slot = self.slots[f.slot]
+            .as_mut()
+            .expect("in-flight operation belongs to a live host request");
         slot.parts_left -= 1;
         if now >= slot.last_done {
             // The part that finishes last is the critical path.
@@ -315,7 +369,17 @@ mod tests {
 
     fn array(disks: usize, policy: Policy) -> Array {
         let drive = Arc::new(builtin_drive("st39133lwv").expect("built-in drive"));
-        Array::new(drive, &ArrayConfig { disks, policy, age_bound: None, random_phase: true, noise: false, seed: 7 })
+        Array::new(
+            drive,
+            &ArrayConfig {
+                disks,
+                policy,
+                age_bound: None,
+                random_phase: true,
+                noise: false,
+                seed: 7,
+            },
+        )
     }
 
     /// Runs the array to quiescence, returning completions in order.
@@ -332,7 +396,9 @@ mod tests {
                     Action::Complete(c) => out.push(c),
                 }
             }
-            let Some(std::cmp::Reverse((t, disk))) = heap.pop() else { break };
+            let Some(std::cmp::Reverse((t, disk))) = heap.pop() else {
+                break;
+            };
             a.handle(t, Event::DiskDone { disk });
         }
         out
@@ -342,7 +408,13 @@ mod tests {
     fn a_request_spanning_two_disks_is_answered_once_after_both_parts() {
         let mut a = array(2, Policy::Fcfs);
         let per = a.capacity_sectors() / 2;
-        let r = HostRequest { id: 0, op: Op::Read, lba: per - 4, sectors: 8, arrival: Nanos(0) };
+        let r = HostRequest {
+            id: 0,
+            op: Op::Read,
+            lba: per - 4,
+            sectors: 8,
+            arrival: Nanos(0),
+        };
         let out = drain(&mut a, &[r]);
         assert_eq!(out.len(), 1);
         assert_eq!(a.counters(0).ops + a.counters(1).ops, 2);
@@ -369,7 +441,11 @@ mod tests {
             assert_eq!(ids, (0..200).collect::<Vec<_>>(), "{policy}");
             for c in &out {
                 let b = c.breakdown;
-                assert_eq!(c.latency(), b.queue + b.overhead + b.seek + b.rotation + b.transfer + b.switches, "{policy}");
+                assert_eq!(
+                    c.latency(),
+                    b.queue + b.overhead + b.seek + b.rotation + b.transfer + b.switches,
+                    "{policy}"
+                );
             }
         }
     }

@@ -82,7 +82,13 @@ fn yes() -> bool {
 
 impl Default for ArraySpec {
     fn default() -> Self {
-        ArraySpec { disks: 1, layout: jbod(), scheduler: Policy::Fcfs, age_bound_ms: None, random_phase: true }
+        ArraySpec {
+            disks: 1,
+            layout: jbod(),
+            scheduler: Policy::Fcfs,
+            age_bound_ms: None,
+            random_phase: true,
+        }
     }
 }
 
@@ -149,10 +155,22 @@ pub struct TraceSpec {
     /// false, device d is replayed on disk d.
     #[serde(default = "yes")]
     pub concat: bool,
+    /// What to do when the traced address space is larger than the array: `error` (default)
+    /// or `scale` (map addresses linearly onto the array, keeping relative seek distances).
+    #[serde(default)]
+    pub fit: TraceFit,
     /// At most this many requests outstanding in the array (a host queue depth); requests
     /// arriving when it is full wait at the host and their latency counts from issue.
     #[serde(default)]
     pub max_outstanding: Option<u32>,
+}
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceFit {
+    #[default]
+    Error,
+    Scale,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -175,7 +193,11 @@ fn ten_thousand() -> u64 {
 
 impl Default for RunSpec {
     fn default() -> Self {
-        RunSpec { requests: ten_thousand(), warmup_requests: None, cooldown_requests: None }
+        RunSpec {
+            requests: ten_thousand(),
+            warmup_requests: None,
+            cooldown_requests: None,
+        }
     }
 }
 
@@ -211,7 +233,11 @@ impl Experiment {
     /// Parses `text` (from `origin`, a file name or "built-in default") and applies `sets`
     /// (`key=value`, value in TOML syntax; a bare word is taken as a string).
     pub fn parse(text: &str, origin: &str, sets: &[String]) -> Result<Experiment, ConfigError> {
-        let err = |line: Option<usize>, msg: String| ConfigError { origin: origin.to_string(), line, msg };
+        let err = |line: Option<usize>, msg: String| ConfigError {
+            origin: origin.to_string(),
+            line,
+            msg,
+        };
         let mut doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
             let line = e.span().map(|s| line_of(text, s.start));
             err(line, e.message().to_string())
@@ -220,17 +246,34 @@ impl Experiment {
             apply_set(&mut doc, set).map_err(|m| err(None, format!("--set {set}: {m}")))?;
         }
         let spec = spec_from(&doc, text, origin, sets)?;
-        Ok(Experiment { spec, origin: origin.to_string(), doc, text: text.to_string(), sets: sets.to_vec() })
+        Ok(Experiment {
+            spec,
+            origin: origin.to_string(),
+            doc,
+            text: text.to_string(),
+            sets: sets.to_vec(),
+        })
     }
 
     /// An error about `key`, pointing at its line in the file when it is there.
     pub fn error(&self, key: &str, msg: impl Into<String>) -> ConfigError {
-        let from_set = self.sets.iter().any(|s| s.split('=').next().map(str::trim) == Some(key));
+        let from_set = self
+            .sets
+            .iter()
+            .any(|s| s.split('=').next().map(str::trim) == Some(key));
         let msg = msg.into();
         if from_set {
-            return ConfigError { origin: self.origin.clone(), line: None, msg: format!("{key} (from --set): {msg}") };
+            return ConfigError {
+                origin: self.origin.clone(),
+                line: None,
+                msg: format!("{key} (from --set): {msg}"),
+            };
         }
-        ConfigError { origin: self.origin.clone(), line: key_line(&self.text, key), msg: format!("{key}: {msg}") }
+        ConfigError {
+            origin: self.origin.clone(),
+            line: key_line(&self.text, key),
+            msg: format!("{key}: {msg}"),
+        }
     }
 
     /// The base experiment followed by one experiment per `[[compare]]` entry.
@@ -242,28 +285,58 @@ impl Experiment {
             doc.remove("compare");
             for (k, v) in &c.set {
                 if k.starts_with("compare") {
-                    return Err(self.error(&format!("compare[{i}].set"), "a comparison cannot set `compare`"));
+                    return Err(self.error(
+                        &format!("compare[{i}].set"),
+                        "a comparison cannot set `compare`",
+                    ));
                 }
-                set_path(&mut doc, k, v.clone()).map_err(|m| self.error(&format!("compare[{i}].set.{k}"), m))?;
+                set_path(&mut doc, k, v.clone())
+                    .map_err(|m| self.error(&format!("compare[{i}].set.{k}"), m))?;
             }
-            let spec = spec_from(&doc, &self.text, &self.origin, &self.sets)
-                .map_err(|e| ConfigError { msg: format!("compare[{i}] ({}): {}", c.label, e.msg), ..e })?;
-            out.push((c.label.clone(), Experiment { spec, origin: self.origin.clone(), doc, text: self.text.clone(), sets: self.sets.clone() }));
+            let spec =
+                spec_from(&doc, &self.text, &self.origin, &self.sets).map_err(|e| ConfigError {
+                    msg: format!("compare[{i}] ({}): {}", c.label, e.msg),
+                    ..e
+                })?;
+            out.push((
+                c.label.clone(),
+                Experiment {
+                    spec,
+                    origin: self.origin.clone(),
+                    doc,
+                    text: self.text.clone(),
+                    sets: self.sets.clone(),
+                },
+            ));
         }
         Ok(out)
     }
 }
 
-fn spec_from(doc: &toml::Table, text: &str, origin: &str, sets: &[String]) -> Result<ExperimentSpec, ConfigError> {
+fn spec_from(
+    doc: &toml::Table,
+    text: &str,
+    origin: &str,
+    sets: &[String],
+) -> Result<ExperimentSpec, ConfigError> {
     ExperimentSpec::deserialize(toml::Value::Table(doc.clone())).map_err(|e| {
         let msg = e.message().to_string();
         // Point at the line of the first key the message names, when the file has it.
-        let line = msg
-            .split('`')
-            .nth(1)
-            .and_then(|k| text.lines().position(|l| l.trim_start().starts_with(k)).map(|i| i + 1));
-        let note = if sets.is_empty() { String::new() } else { format!(" (with --set {})", sets.join(" ")) };
-        ConfigError { origin: origin.to_string(), line, msg: format!("{msg}{note}") }
+        let line = msg.split('`').nth(1).and_then(|k| {
+            text.lines()
+                .position(|l| l.trim_start().starts_with(k))
+                .map(|i| i + 1)
+        });
+        let note = if sets.is_empty() {
+            String::new()
+        } else {
+            format!(" (with --set {})", sets.join(" "))
+        };
+        ConfigError {
+            origin: origin.to_string(),
+            line,
+            msg: format!("{msg}{note}"),
+        }
     })
 }
 
@@ -309,8 +382,12 @@ fn set_path(doc: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), 
     let last = parts.pop().ok_or("empty key")?;
     let mut table = doc;
     for p in parts {
-        let entry = table.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        table = entry.as_table_mut().ok_or_else(|| format!("`{p}` is not a table"))?;
+        let entry = table
+            .entry(p.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        table = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("`{p}` is not a table"))?;
     }
     table.insert(last.to_string(), value);
     Ok(())
@@ -322,7 +399,8 @@ pub type ReadFile<'a> = &'a dyn Fn(&str) -> Result<Vec<u8>, String>;
 /// A trace opener: turns the experiment's trace spec into timed host requests (the CLI
 /// provides it, since opening files is I/O). Arguments: the spec, the drive's sector size,
 /// the array's disk count and per-disk capacity in sectors.
-pub type OpenTrace<'a> = &'a dyn Fn(&TraceSpec, u32, u32, u64) -> Result<(Arrivals<'a>, Option<u64>), String>;
+pub type OpenTrace<'a> =
+    &'a dyn Fn(&TraceSpec, u32, u32, u64) -> Result<(Arrivals<'static>, Option<u64>), String>;
 
 /// Resolves `drive.model`: a built-in id, else a drive file path.
 pub fn resolve_drive(model: &str, read_file: ReadFile<'_>) -> Result<Drive, String> {
@@ -334,7 +412,9 @@ pub fn resolve_drive(model: &str, read_file: ReadFile<'_>) -> Result<Drive, Stri
         let text = String::from_utf8(bytes).map_err(|_| format!("{model}: not UTF-8 text"))?;
         return parse_drive(&text).map_err(|e| format!("{model}: {e}"));
     }
-    Err(builtin_drive(model).expect_err("not a built-in id").to_string())
+    Err(builtin_drive(model)
+        .expect_err("not a built-in id")
+        .to_string())
 }
 
 impl Experiment {
@@ -349,7 +429,8 @@ impl Experiment {
         let count = variants.len();
         let mut reports = Vec::with_capacity(count);
         for (i, (label, exp)) in variants.into_iter().enumerate() {
-            let mut report = exp.run_one(read_file, open_trace, &mut |d, t| progress(i, count, d, t))?;
+            let mut report =
+                exp.run_one(read_file, open_trace, &mut |d, t| progress(i, count, d, t))?;
             report.label = label;
             reports.push(report);
         }
@@ -365,25 +446,38 @@ impl Experiment {
         progress: &mut dyn FnMut(u64, Option<u64>),
     ) -> Result<Report, ConfigError> {
         let s = &self.spec;
-        let drive = resolve_drive(&s.drive.model, read_file).map_err(|m| self.error("drive.model", m))?;
+        let drive =
+            resolve_drive(&s.drive.model, read_file).map_err(|m| self.error("drive.model", m))?;
         let a = &s.array;
         if a.disks == 0 {
             return Err(self.error("array.disks", "must be >= 1, got 0"));
         }
         if a.layout != "jbod" {
-            return Err(self.error("array.layout", format!("unknown layout {:?}; available: jbod", a.layout)));
+            return Err(self.error(
+                "array.layout",
+                format!("unknown layout {:?}; available: jbod", a.layout),
+            ));
         }
         let age_bound = match a.age_bound_ms {
             None => None,
             Some(ms) if ms.is_finite() && ms > 0.0 => Some(Span::from_ms_f64(ms)),
-            Some(ms) => return Err(self.error("array.age_bound_ms", format!("must be > 0 ms, got {ms}"))),
+            Some(ms) => {
+                return Err(self.error("array.age_bound_ms", format!("must be > 0 ms, got {ms}")))
+            }
         };
         let sector_bytes = u64::from(drive.geometry().sector_bytes());
         let per_disk = drive.capacity_sectors();
         let drive = Arc::new(drive);
         let array = Array::new(
             drive.clone(),
-            &ArrayConfig { disks: a.disks as usize, policy: a.scheduler, age_bound, random_phase: a.random_phase, noise: s.drive.noise, seed: s.seed },
+            &ArrayConfig {
+                disks: a.disks as usize,
+                policy: a.scheduler,
+                age_bound,
+                random_phase: a.random_phase,
+                noise: s.drive.noise,
+                seed: s.seed,
+            },
         );
         let capacity_bytes = array.capacity_sectors() * sector_bytes;
         let w = &s.workload;
@@ -392,8 +486,12 @@ impl Experiment {
         if synthetic && r.requests == 0 {
             return Err(self.error("run.requests", "must be >= 1, got 0"));
         }
-        let warmup = r.warmup_requests.unwrap_or(if synthetic { r.requests * 15 / 100 } else { 0 });
-        let cooldown = r.cooldown_requests.unwrap_or(if synthetic { r.requests * 15 / 100 } else { 0 });
+        let warmup = r
+            .warmup_requests
+            .unwrap_or(if synthetic { r.requests * 15 / 100 } else { 0 });
+        let cooldown =
+            r.cooldown_requests
+                .unwrap_or(if synthetic { r.requests * 15 / 100 } else { 0 });
         if synthetic && warmup + cooldown >= r.requests {
             return Err(self.error("run.warmup_requests", format!("warm-up ({warmup}) plus cool-down ({cooldown}) leave no measured requests of {}", r.requests)));
         }
@@ -401,51 +499,110 @@ impl Experiment {
         let workload = match w.kind {
             WorkloadKind::Closed | WorkloadKind::Open => {
                 let mix = self.mix(w, sector_bytes, capacity_bytes)?;
-                let size_label = if w.sizes.is_some() { "mixed sizes".to_string() } else { format!("{} KiB", w.size_bytes as f64 / 1024.0) };
-                let seq = if w.sequential_fraction > 0.0 { format!(", {:.0}% sequential", 100.0 * w.sequential_fraction) } else { String::new() };
+                let size_label = if w.sizes.is_some() {
+                    "mixed sizes".to_string()
+                } else {
+                    format!("{} KiB", w.size_bytes as f64 / 1024.0)
+                };
+                let seq = if w.sequential_fraction > 0.0 {
+                    format!(", {:.0}% sequential", 100.0 * w.sequential_fraction)
+                } else {
+                    String::new()
+                };
                 if w.kind == WorkloadKind::Closed {
                     if w.queue_depth == 0 {
                         return Err(self.error("workload.queue_depth", "must be >= 1, got 0"));
                     }
-                    workload_label = format!("closed Q={}, {:.0}% reads, {size_label}{seq}", w.queue_depth, 100.0 * w.read_fraction);
-                    Workload::Closed { generator: Generator::new(mix, w.queue_depth as usize, s.seed), queue_depth: w.queue_depth as usize, requests: r.requests }
-                } else {
-                    let rate = w.rate_iops.ok_or_else(|| self.error("workload.rate_iops", "an open-loop workload needs an arrival rate"))?;
-                    if !(rate.is_finite() && rate > 0.0) {
-                        return Err(self.error("workload.rate_iops", format!("must be > 0, got {rate}")));
+                    workload_label = format!(
+                        "closed Q={}, {:.0}% reads, {size_label}{seq}",
+                        w.queue_depth,
+                        100.0 * w.read_fraction
+                    );
+                    Workload::Closed {
+                        generator: Generator::new(mix, w.queue_depth as usize, s.seed),
+                        queue_depth: w.queue_depth as usize,
+                        requests: r.requests,
                     }
-                    workload_label = format!("open {rate} IOPS, {:.0}% reads, {size_label}{seq}", 100.0 * w.read_fraction);
+                } else {
+                    let rate = w.rate_iops.ok_or_else(|| {
+                        self.error(
+                            "workload.rate_iops",
+                            "an open-loop workload needs an arrival rate",
+                        )
+                    })?;
+                    if !(rate.is_finite() && rate > 0.0) {
+                        return Err(
+                            self.error("workload.rate_iops", format!("must be > 0, got {rate}"))
+                        );
+                    }
+                    workload_label = format!(
+                        "open {rate} IOPS, {:.0}% reads, {size_label}{seq}",
+                        100.0 * w.read_fraction
+                    );
                     let mut generator = Generator::new(mix, 1, s.seed);
                     let mut poisson = Poisson::new(rate, s.seed ^ 0x9e37_79b9_7f4a_7c15);
                     let n = r.requests;
                     let arrivals: Arrivals<'_> = Box::new((0..n).map(move |id| {
                         let d = generator.draw(0);
-                        Ok(HostRequest { id, op: d.op, lba: d.lba, sectors: d.sectors, arrival: poisson.next_arrival() })
+                        Ok(HostRequest {
+                            id,
+                            op: d.op,
+                            lba: d.lba,
+                            sectors: d.sectors,
+                            arrival: poisson.next_arrival(),
+                        })
                     }));
-                    Workload::Timed { arrivals, requests: Some(n), max_outstanding: None }
+                    Workload::Timed {
+                        arrivals,
+                        requests: Some(n),
+                        max_outstanding: None,
+                    }
                 }
             }
             WorkloadKind::Trace => {
-                let t = w.trace.as_ref().ok_or_else(|| self.error("workload.trace", "a trace workload needs [workload.trace] with a path"))?;
+                let t = w.trace.as_ref().ok_or_else(|| {
+                    self.error(
+                        "workload.trace",
+                        "a trace workload needs [workload.trace] with a path",
+                    )
+                })?;
                 if !(t.speedup.is_finite() && t.speedup > 0.0) {
-                    return Err(self.error("workload.trace.speedup", format!("must be > 0, got {}", t.speedup)));
+                    return Err(self.error(
+                        "workload.trace.speedup",
+                        format!("must be > 0, got {}", t.speedup),
+                    ));
                 }
-                let (arrivals, count) = open_trace(t, drive.geometry().sector_bytes(), a.disks, per_disk).map_err(|m| self.error("workload.trace.path", m))?;
+                let (arrivals, count) =
+                    open_trace(t, drive.geometry().sector_bytes(), a.disks, per_disk)
+                        .map_err(|m| self.error("workload.trace.path", m))?;
                 if cooldown > 0 && count.is_none() {
-                    return Err(self.error("run.cooldown_requests", "a cool-down needs the trace's request count"));
+                    return Err(self.error(
+                        "run.cooldown_requests",
+                        "a cool-down needs the trace's request count",
+                    ));
                 }
                 workload_label = format!("trace {} ×{}", t.path, t.speedup);
                 let max_outstanding = match t.max_outstanding {
-                    Some(0) => return Err(self.error("workload.trace.max_outstanding", "must be >= 1, got 0")),
+                    Some(0) => {
+                        return Err(
+                            self.error("workload.trace.max_outstanding", "must be >= 1, got 0")
+                        )
+                    }
                     m => m.map(|m| m as usize),
                 };
-                Workload::Timed { arrivals, requests: count, max_outstanding }
+                Workload::Timed {
+                    arrivals,
+                    requests: count,
+                    max_outstanding,
+                }
             }
         };
-        let mut report = sim::run(array, workload, Window { warmup, cooldown }, progress).map_err(|e| match e {
-            SimError::Workload(m) => self.error("workload.trace.path", m),
-            other => self.error("workload", other.to_string()),
-        })?;
+        let mut report = sim::run(array, workload, Window { warmup, cooldown }, progress).map_err(
+            |e| match e {
+                SimError::Workload(m) => self.error("workload.trace.path", m),
+                other => self.error("workload", other.to_string()),
+            },
+        )?;
         report.drive = drive.id.clone();
         report.disks_count = a.disks as usize;
         report.scheduler = a.scheduler.to_string();
@@ -454,34 +611,65 @@ impl Experiment {
         Ok(report)
     }
 
-    fn mix(&self, w: &WorkloadSpec, sector_bytes: u64, capacity_bytes: u64) -> Result<Mix, ConfigError> {
+    fn mix(
+        &self,
+        w: &WorkloadSpec,
+        sector_bytes: u64,
+        capacity_bytes: u64,
+    ) -> Result<Mix, ConfigError> {
         if !(0.0..=1.0).contains(&w.read_fraction) {
-            return Err(self.error("workload.read_fraction", format!("must be within 0..1, got {}", w.read_fraction)));
+            return Err(self.error(
+                "workload.read_fraction",
+                format!("must be within 0..1, got {}", w.read_fraction),
+            ));
         }
         if !(0.0..=1.0).contains(&w.sequential_fraction) {
-            return Err(self.error("workload.sequential_fraction", format!("must be within 0..1, got {}", w.sequential_fraction)));
+            return Err(self.error(
+                "workload.sequential_fraction",
+                format!("must be within 0..1, got {}", w.sequential_fraction),
+            ));
         }
-        if w.alignment_bytes == 0 || w.alignment_bytes % sector_bytes != 0 {
-            return Err(self.error("workload.alignment_bytes", format!("must be a positive multiple of the {sector_bytes}-byte sector, got {}", w.alignment_bytes)));
+        if w.alignment_bytes == 0 || !w.alignment_bytes.is_multiple_of(sector_bytes) {
+            return Err(self.error(
+                "workload.alignment_bytes",
+                format!(
+                    "must be a positive multiple of the {sector_bytes}-byte sector, got {}",
+                    w.alignment_bytes
+                ),
+            ));
         }
         let data_set = w.data_set_bytes.unwrap_or(capacity_bytes);
         if data_set > capacity_bytes {
-            return Err(self.error("workload.data_set_bytes", format!("{data_set} bytes do not fit the array's {capacity_bytes} bytes")));
+            return Err(self.error(
+                "workload.data_set_bytes",
+                format!("{data_set} bytes do not fit the array's {capacity_bytes} bytes"),
+            ));
         }
         let raw_sizes = w.sizes.clone().unwrap_or_else(|| vec![(w.size_bytes, 1.0)]);
-        let key = if w.sizes.is_some() { "workload.sizes" } else { "workload.size_bytes" };
+        let key = if w.sizes.is_some() {
+            "workload.sizes"
+        } else {
+            "workload.size_bytes"
+        };
         let mut sizes = Vec::with_capacity(raw_sizes.len());
         for (bytes, weight) in raw_sizes {
-            if bytes == 0 || bytes % sector_bytes != 0 {
+            if bytes == 0 || !bytes.is_multiple_of(sector_bytes) {
                 return Err(self.error(key, format!("sizes must be positive multiples of the {sector_bytes}-byte sector, got {bytes}")));
             }
             if bytes > data_set {
-                return Err(self.error(key, format!("a {bytes}-byte request does not fit the {data_set}-byte data set")));
+                return Err(self.error(
+                    key,
+                    format!("a {bytes}-byte request does not fit the {data_set}-byte data set"),
+                ));
             }
             if !(weight.is_finite() && weight > 0.0) {
                 return Err(self.error(key, format!("weights must be > 0, got {weight}")));
             }
-            sizes.push((u32::try_from(bytes / sector_bytes).map_err(|_| self.error(key, "request too large"))?, weight));
+            sizes.push((
+                u32::try_from(bytes / sector_bytes)
+                    .map_err(|_| self.error(key, "request too large"))?,
+                weight,
+            ));
         }
         Ok(Mix {
             read_fraction: w.read_fraction,

@@ -18,12 +18,20 @@ pub type Arrivals<'a> = Box<dyn Iterator<Item = Result<HostRequest, String>> + '
 
 pub enum Workload<'a> {
     /// Iometer style: `queue_depth` requests outstanding until `requests` have been issued.
-    Closed { generator: Generator, queue_depth: usize, requests: u64 },
+    Closed {
+        generator: Generator,
+        queue_depth: usize,
+        requests: u64,
+    },
     /// Requests arriving at their own times (open loop, trace replay); `requests` is the
     /// count when known (needed for a cool-down window). With `max_outstanding`, at most that
     /// many requests are in the array at once (a host queue depth): a request arriving when
     /// the array is full is issued at the next completion, and its latency counts from then.
-    Timed { arrivals: Arrivals<'a>, requests: Option<u64>, max_outstanding: Option<usize> },
+    Timed {
+        arrivals: Arrivals<'a>,
+        requests: Option<u64>,
+        max_outstanding: Option<usize>,
+    },
 }
 
 /// Measurement window by issue index (see [`crate::metrics`]).
@@ -38,9 +46,19 @@ pub enum SimError {
     #[error("{0}")]
     Workload(String),
     #[error("request {index} (arrival {arrival}) lies at sectors {lba}..{end}, beyond the array's {capacity} sectors")]
-    OutOfRange { index: u64, arrival: Nanos, lba: u64, end: u64, capacity: u64 },
+    OutOfRange {
+        index: u64,
+        arrival: Nanos,
+        lba: u64,
+        end: u64,
+        capacity: u64,
+    },
     #[error("request {index} arrives at {arrival}, before the previous request ({previous}): arrivals must not go back in time")]
-    Unordered { index: u64, arrival: Nanos, previous: Nanos },
+    Unordered {
+        index: u64,
+        arrival: Nanos,
+        previous: Nanos,
+    },
 }
 
 /// Runs `workload` on `array` to completion. `progress(done, total)` is called every 2^14
@@ -56,19 +74,30 @@ pub fn run(
         Workload::Timed { requests, .. } => *requests,
     };
     let mut collector = Collector::new(window.warmup, total, window.cooldown);
-    let mut heap: BinaryHeap<Reverse<(Nanos, u64, usize)>> = BinaryHeap::with_capacity(array.disk_count() * 2);
+    let mut heap: BinaryHeap<Reverse<(Nanos, u64, usize)>> =
+        BinaryHeap::with_capacity(array.disk_count() * 2);
     let mut seq = 0u64;
     let mut issued = 0u64;
     let mut done = 0u64;
     let capacity = array.capacity_sectors();
 
-    let busy_snapshot = |a: &Array, t: Nanos| (0..a.disk_count()).map(|d| a.busy_until(d, t)).collect::<Vec<Span>>();
+    let busy_snapshot = |a: &Array, t: Nanos| {
+        (0..a.disk_count())
+            .map(|d| a.busy_until(d, t))
+            .collect::<Vec<Span>>()
+    };
     macro_rules! issue {
         ($req:expr) => {{
             let r: HostRequest = $req;
             let end = r.lba + u64::from(r.sectors);
             if r.sectors == 0 || end > capacity {
-                return Err(SimError::OutOfRange { index: r.id, arrival: r.arrival, lba: r.lba, end, capacity });
+                return Err(SimError::OutOfRange {
+                    index: r.id,
+                    arrival: r.arrival,
+                    lba: r.lba,
+                    end,
+                    capacity,
+                });
             }
             collector.on_issue(r.id, r.arrival, || busy_snapshot(&array, r.arrival));
             array.handle(r.arrival, Event::Host(r));
@@ -77,12 +106,22 @@ pub fn run(
     }
 
     match workload {
-        Workload::Closed { mut generator, queue_depth, requests } => {
+        Workload::Closed {
+            mut generator,
+            queue_depth,
+            requests,
+        } => {
             assert!(queue_depth >= 1, "queue depth is validated to be >= 1");
             let first = (queue_depth as u64).min(requests);
             for i in 0..first {
                 let d = generator.draw(i as usize);
-                issue!(HostRequest { id: i, op: d.op, lba: d.lba, sectors: d.sectors, arrival: Nanos::ZERO });
+                issue!(HostRequest {
+                    id: i,
+                    op: d.op,
+                    lba: d.lba,
+                    sectors: d.sectors,
+                    arrival: Nanos::ZERO
+                });
             }
             // Closed-loop streams: request i belongs to stream i mod Q.
             loop {
@@ -101,16 +140,28 @@ pub fn run(
                             if issued < requests {
                                 let stream = (c.id % queue_depth as u64) as usize;
                                 let d = generator.draw(stream);
-                                issue!(HostRequest { id: issued, op: d.op, lba: d.lba, sectors: d.sectors, arrival: c.done });
+                                issue!(HostRequest {
+                                    id: issued,
+                                    op: d.op,
+                                    lba: d.lba,
+                                    sectors: d.sectors,
+                                    arrival: c.done
+                                });
                             }
                         }
                     }
                 }
-                let Some(Reverse((t, _, disk))) = heap.pop() else { break };
+                let Some(Reverse((t, _, disk))) = heap.pop() else {
+                    break;
+                };
                 array.handle(t, Event::DiskDone { disk });
             }
         }
-        Workload::Timed { mut arrivals, max_outstanding, .. } => {
+        Workload::Timed {
+            mut arrivals,
+            max_outstanding,
+            ..
+        } => {
             let mut next = arrivals.next().transpose().map_err(SimError::Workload)?;
             let mut previous = Nanos::ZERO;
             let mut now = Nanos::ZERO;
@@ -145,7 +196,11 @@ pub fn run(
                 if take_arrival {
                     let mut r = next.take().expect("an arrival is pending");
                     if r.arrival < previous {
-                        return Err(SimError::Unordered { index: r.id, arrival: r.arrival, previous });
+                        return Err(SimError::Unordered {
+                            index: r.id,
+                            arrival: r.arrival,
+                            previous,
+                        });
                     }
                     previous = r.arrival;
                     r.arrival = r.arrival.max(now);
@@ -160,9 +215,18 @@ pub fn run(
             }
         }
     }
-    assert_eq!(array.outstanding(), 0, "the run ended with host requests unanswered");
+    assert_eq!(
+        array.outstanding(),
+        0,
+        "the run ended with host requests unanswered"
+    );
     progress(done, total);
     let end_busy = busy_snapshot(&array, Nanos::MAX);
     let counters = (0..array.disk_count()).map(|d| array.counters(d)).collect();
-    Ok(collector.finish(end_busy, counters, array.drive().geometry().sector_bytes(), issued))
+    Ok(collector.finish(
+        end_busy,
+        counters,
+        array.drive().geometry().sector_bytes(),
+        issued,
+    ))
 }

@@ -8,11 +8,15 @@ use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 
 /// An instant of virtual time in nanoseconds since the start of the run.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Nanos(pub u64);
 
 /// A duration in nanoseconds.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Span(pub u64);
 
 impl Nanos {
@@ -22,7 +26,10 @@ impl Nanos {
     /// The span from `earlier` to `self`; panics if `earlier` is later (a driver bug).
     #[inline]
     pub fn since(self, earlier: Nanos) -> Span {
-        assert!(self >= earlier, "time went backwards: {self:?} < {earlier:?}");
+        assert!(
+            self >= earlier,
+            "time went backwards: {self:?} < {earlier:?}"
+        );
         Span(self.0 - earlier.0)
     }
 
@@ -43,7 +50,10 @@ impl Span {
     /// Converts milliseconds (as written in drive files) to a span, rounding to the nearest ns.
     /// Negative or non-finite inputs are a caller bug: configuration validation rejects them.
     pub fn from_ms_f64(ms: f64) -> Span {
-        assert!(ms.is_finite() && ms >= 0.0, "span must be finite and >= 0, got {ms} ms");
+        assert!(
+            ms.is_finite() && ms >= 0.0,
+            "span must be finite and >= 0, got {ms} ms"
+        );
         Span((ms * 1e6).round() as u64)
     }
 

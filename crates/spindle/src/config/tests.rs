@@ -49,7 +49,12 @@ fn read_file(path: &str) -> Result<Vec<u8>, String> {
     }
 }
 
-fn no_trace(_: &TraceSpec, _: u32, _: u32, _: u64) -> Result<(Arrivals<'static>, Option<u64>), String> {
+fn no_trace(
+    _: &TraceSpec,
+    _: u32,
+    _: u32,
+    _: u64,
+) -> Result<(Arrivals<'static>, Option<u64>), String> {
     Err("no traces in this test".into())
 }
 
@@ -87,34 +92,54 @@ fn unknown_key_names_the_key_and_line() {
 fn zero_queue_depth_names_file_line_and_key() {
     let text = EXP.replace("queue_depth = 4", "queue_depth = 0");
     let err = run(&text, &[]).unwrap_err().to_string();
-    assert_eq!(err, "exp.toml: line 9: workload.queue_depth: must be >= 1, got 0");
+    assert_eq!(
+        err,
+        "exp.toml: line 9: workload.queue_depth: must be >= 1, got 0"
+    );
 }
 
 #[test]
 fn a_set_error_says_it_came_from_set() {
-    let err = run(EXP, &["workload.queue_depth=0"]).unwrap_err().to_string();
+    let err = run(EXP, &["workload.queue_depth=0"])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("workload.queue_depth (from --set)"), "{err}");
 }
 
 #[test]
 fn a_data_set_larger_than_the_array_is_refused() {
-    let err = run(EXP, &["workload.data_set_bytes=1000000000000"]).unwrap_err().to_string();
-    assert!(err.contains("workload.data_set_bytes") && err.contains("do not fit"), "{err}");
+    let err = run(EXP, &["workload.data_set_bytes=1000000000000"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("workload.data_set_bytes") && err.contains("do not fit"),
+        "{err}"
+    );
 }
 
 #[test]
 fn zero_rpm_drive_is_refused_naming_the_drive_key() {
     let read = |p: &str| -> Result<Vec<u8>, String> {
-        read_file(p).map(|b| String::from_utf8(b).unwrap().replace("rpm = 10000", "rpm = 0").into_bytes())
+        read_file(p).map(|b| {
+            String::from_utf8(b)
+                .unwrap()
+                .replace("rpm = 10000", "rpm = 0")
+                .into_bytes()
+        })
     };
     let exp = Experiment::parse(EXP, "exp.toml", &[]).unwrap();
-    let err = exp.run(&read, &no_trace, &mut |_, _, _, _| {}).unwrap_err().to_string();
+    let err = exp
+        .run(&read, &no_trace, &mut |_, _, _, _| {})
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("drive.model") && err.contains("rpm"), "{err}");
 }
 
 #[test]
 fn compare_entries_become_rows() {
-    let text = format!("{EXP}\n[[compare]]\nlabel = \"fcfs\"\nset = {{ \"array.scheduler\" = \"fcfs\" }}\n");
+    let text = format!(
+        "{EXP}\n[[compare]]\nlabel = \"fcfs\"\nset = {{ \"array.scheduler\" = \"fcfs\" }}\n"
+    );
     let r = run(&text, &[]).unwrap();
     assert_eq!(r.compare.len(), 1);
     assert_eq!(r.compare[0].scheduler, "fcfs");
@@ -130,6 +155,10 @@ fn breakdown_adds_up_to_mean_latency() {
     let sum = b.queue + b.overhead + b.seek + b.rotation + b.transfer + b.switches;
     // Each component is an exact integer-ns mean; the histogram mean is within its 0.1 %
     // resolution of the exact mean.
-    assert!((sum - r.latency.all.mean_ms).abs() < 0.001 * sum + 1e-6, "{sum} vs {}", r.latency.all.mean_ms);
+    assert!(
+        (sum - r.latency.all.mean_ms).abs() < 0.001 * sum + 1e-6,
+        "{sum} vs {}",
+        r.latency.all.mean_ms
+    );
     assert_eq!(r.requests, 1400, "middle 70 % of 2,000");
 }

@@ -53,7 +53,10 @@ impl Geometry {
             return Err(bad("cylinders".into(), "must be >= 1, got 0".into()));
         }
         if spec.sector_bytes != 512 && spec.sector_bytes != 4096 {
-            return Err(bad("sector_bytes".into(), format!("must be 512 or 4096, got {}", spec.sector_bytes)));
+            return Err(bad(
+                "sector_bytes".into(),
+                format!("must be 512 or 4096, got {}", spec.sector_bytes),
+            ));
         }
         if spec.zones.is_empty() {
             return Err(bad("zones".into(), "at least one zone is needed".into()));
@@ -64,13 +67,33 @@ impl Geometry {
         for (i, z) in spec.zones.iter().enumerate() {
             let key = |f: &str| format!("zones[{i}].{f}");
             if z.first_cylinder != next_cylinder {
-                return Err(bad(key("first_cylinder"), format!("zones must be contiguous: expected {next_cylinder}, got {}", z.first_cylinder)));
+                return Err(bad(
+                    key("first_cylinder"),
+                    format!(
+                        "zones must be contiguous: expected {next_cylinder}, got {}",
+                        z.first_cylinder
+                    ),
+                ));
             }
             if z.last_cylinder < z.first_cylinder || z.last_cylinder >= spec.cylinders {
-                return Err(bad(key("last_cylinder"), format!("must be within {}..{}, got {}", z.first_cylinder, spec.cylinders - 1, z.last_cylinder)));
+                return Err(bad(
+                    key("last_cylinder"),
+                    format!(
+                        "must be within {}..{}, got {}",
+                        z.first_cylinder,
+                        spec.cylinders - 1,
+                        z.last_cylinder
+                    ),
+                ));
             }
             if z.sectors_per_track == 0 || z.spare_sectors_per_track >= z.sectors_per_track {
-                return Err(bad(key("sectors_per_track"), format!("must exceed the per-track spares ({}), got {}", z.spare_sectors_per_track, z.sectors_per_track)));
+                return Err(bad(
+                    key("sectors_per_track"),
+                    format!(
+                        "must exceed the per-track spares ({}), got {}",
+                        z.spare_sectors_per_track, z.sectors_per_track
+                    ),
+                ));
             }
             let skew = |v: f64, f: &str| -> Result<u32, DriveError> {
                 if !v.is_finite() || v < 0.0 {
@@ -82,11 +105,18 @@ impl Geometry {
                 };
                 Ok((sectors as u64 % u64::from(z.sectors_per_track)) as u32)
             };
-            let tracks = u64::from(z.last_cylinder - z.first_cylinder + 1) * u64::from(spec.surfaces);
+            let tracks =
+                u64::from(z.last_cylinder - z.first_cylinder + 1) * u64::from(spec.surfaces);
             let data_per_track = z.sectors_per_track - z.spare_sectors_per_track;
             let raw = tracks * u64::from(data_per_track);
             if z.spare_sectors_per_zone >= raw {
-                return Err(bad(key("spare_sectors_per_zone"), format!("{} spares leave no data in a zone of {raw} sectors", z.spare_sectors_per_zone)));
+                return Err(bad(
+                    key("spare_sectors_per_zone"),
+                    format!(
+                        "{} spares leave no data in a zone of {raw} sectors",
+                        z.spare_sectors_per_zone
+                    ),
+                ));
             }
             let slots = raw - z.spare_sectors_per_zone;
             zones.push(Zone {
@@ -103,7 +133,13 @@ impl Geometry {
             next_cylinder = z.last_cylinder + 1;
         }
         if next_cylinder != spec.cylinders {
-            return Err(bad("zones".into(), format!("zones end at cylinder {} but the drive has {} cylinders", next_cylinder, spec.cylinders)));
+            return Err(bad(
+                "zones".into(),
+                format!(
+                    "zones end at cylinder {} but the drive has {} cylinders",
+                    next_cylinder, spec.cylinders
+                ),
+            ));
         }
         let mut geo = Geometry {
             surfaces: spec.surfaces,
@@ -115,7 +151,12 @@ impl Geometry {
         };
         let mut slipped = Vec::with_capacity(spec.slips.len());
         for (i, &pbn) in spec.slips.iter().enumerate() {
-            let chs = geo.pbn_to_chs(pbn).ok_or_else(|| bad(format!("slips[{i}]"), format!("physical sector {pbn} is beyond the drive")))?;
+            let chs = geo.pbn_to_chs(pbn).ok_or_else(|| {
+                bad(
+                    format!("slips[{i}]"),
+                    format!("physical sector {pbn} is beyond the drive"),
+                )
+            })?;
             // A slip on a spare sector costs no data slot.
             if let Some(slot) = geo.chs_to_slot(chs) {
                 slipped.push(slot);
@@ -186,15 +227,25 @@ impl Geometry {
     }
 
     fn slot_to_chs(&self, slot: u64) -> Chs {
-        assert!(slot < self.total_slots, "slot {slot} beyond {}", self.total_slots);
-        let zi = self.zones.partition_point(|z| z.first_slot + z.slots <= slot);
+        assert!(
+            slot < self.total_slots,
+            "slot {slot} beyond {}",
+            self.total_slots
+        );
+        let zi = self
+            .zones
+            .partition_point(|z| z.first_slot + z.slots <= slot);
         let z = &self.zones[zi];
         let rel = slot - z.first_slot;
         let track = rel / u64::from(z.data_per_track);
         let sector = (rel % u64::from(z.data_per_track)) as u32;
         let cyl_rel = u32::try_from(track / u64::from(self.surfaces)).expect("cylinder fits u32");
         let head = (track % u64::from(self.surfaces)) as u32;
-        Chs { cylinder: z.first_cylinder + cyl_rel, head, sector }
+        Chs {
+            cylinder: z.first_cylinder + cyl_rel,
+            head,
+            sector,
+        }
     }
 
     /// The slot of a physical sector, or `None` for a spare.
@@ -203,7 +254,8 @@ impl Geometry {
         if chs.sector >= z.data_per_track {
             return None;
         }
-        let track = u64::from(chs.cylinder - z.first_cylinder) * u64::from(self.surfaces) + u64::from(chs.head);
+        let track = u64::from(chs.cylinder - z.first_cylinder) * u64::from(self.surfaces)
+            + u64::from(chs.head);
         let rel = track * u64::from(z.data_per_track) + u64::from(chs.sector);
         (rel < z.slots).then_some(z.first_slot + rel)
     }
@@ -212,12 +264,15 @@ impl Geometry {
         let mut base = 0u64;
         for z in &self.zones {
             let per_track = u64::from(z.sectors_per_track);
-            let n = u64::from(z.last_cylinder - z.first_cylinder + 1) * u64::from(self.surfaces) * per_track;
+            let n = u64::from(z.last_cylinder - z.first_cylinder + 1)
+                * u64::from(self.surfaces)
+                * per_track;
             if pbn < base + n {
                 let rel = pbn - base;
                 let track = rel / per_track;
                 return Some(Chs {
-                    cylinder: z.first_cylinder + u32::try_from(track / u64::from(self.surfaces)).ok()?,
+                    cylinder: z.first_cylinder
+                        + u32::try_from(track / u64::from(self.surfaces)).ok()?,
                     head: (track % u64::from(self.surfaces)) as u32,
                     sector: (rel % per_track) as u32,
                 });
@@ -229,7 +284,11 @@ impl Geometry {
 
     /// Physical position of `lba`; panics beyond capacity (callers validate addresses).
     pub fn lba_to_chs(&self, lba: u64) -> Chs {
-        assert!(lba < self.capacity_sectors(), "lba {lba} beyond capacity {}", self.capacity_sectors());
+        assert!(
+            lba < self.capacity_sectors(),
+            "lba {lba} beyond capacity {}",
+            self.capacity_sectors()
+        );
         self.slot_to_chs(self.lba_to_slot(lba))
     }
 
@@ -264,8 +323,12 @@ impl Geometry {
         let spt = u64::from(z.sectors_per_track);
         let cyl_switches = u64::from(chs.cylinder - z.first_cylinder);
         let head_switches = cyl_switches * u64::from(self.surfaces - 1) + u64::from(chs.head);
-        let skew = head_switches * u64::from(z.track_skew) + cyl_switches * u64::from(z.cylinder_skew);
-        (((skew + u64::from(chs.sector)) % spt) as u32, z.sectors_per_track)
+        let skew =
+            head_switches * u64::from(z.track_skew) + cyl_switches * u64::from(z.cylinder_skew);
+        (
+            ((skew + u64::from(chs.sector)) % spt) as u32,
+            z.sectors_per_track,
+        )
     }
 }
 
@@ -286,9 +349,36 @@ mod tests {
             surfaces: 3,
             cylinders: 30,
             zones: vec![
-                ZoneSpec { first_cylinder: 0, last_cylinder: 9, sectors_per_track: 40, track_skew: 5.0, cylinder_skew: 9.0, skew_unit: SkewUnit::Sectors, spare_sectors_per_track: 2, spare_sectors_per_zone: 7 },
-                ZoneSpec { first_cylinder: 10, last_cylinder: 19, sectors_per_track: 32, track_skew: 0.125, cylinder_skew: 0.25, skew_unit: SkewUnit::Revolutions, spare_sectors_per_track: 0, spare_sectors_per_zone: 0 },
-                ZoneSpec { first_cylinder: 20, last_cylinder: 29, sectors_per_track: 25, track_skew: 3.0, cylinder_skew: 6.0, skew_unit: SkewUnit::Sectors, spare_sectors_per_track: 1, spare_sectors_per_zone: 30 },
+                ZoneSpec {
+                    first_cylinder: 0,
+                    last_cylinder: 9,
+                    sectors_per_track: 40,
+                    track_skew: 5.0,
+                    cylinder_skew: 9.0,
+                    skew_unit: SkewUnit::Sectors,
+                    spare_sectors_per_track: 2,
+                    spare_sectors_per_zone: 7,
+                },
+                ZoneSpec {
+                    first_cylinder: 10,
+                    last_cylinder: 19,
+                    sectors_per_track: 32,
+                    track_skew: 0.125,
+                    cylinder_skew: 0.25,
+                    skew_unit: SkewUnit::Revolutions,
+                    spare_sectors_per_track: 0,
+                    spare_sectors_per_zone: 0,
+                },
+                ZoneSpec {
+                    first_cylinder: 20,
+                    last_cylinder: 29,
+                    sectors_per_track: 25,
+                    track_skew: 3.0,
+                    cylinder_skew: 6.0,
+                    skew_unit: SkewUnit::Sectors,
+                    spare_sectors_per_track: 1,
+                    spare_sectors_per_zone: 30,
+                },
             ],
             slips: vec![3, 41, 1000, 2500],
             seek: SeekSpec::Linear { full_ms: 5.0 },
@@ -327,12 +417,28 @@ mod tests {
     fn skew_in_revolutions_is_converted_to_sectors() {
         let g = Geometry::new(&small_spec()).unwrap();
         // Zone 1: 0.125 rev of 32 sectors = 4 sectors per head switch.
-        let a0 = g.angle_index(Chs { cylinder: 10, head: 0, sector: 0 });
-        let a1 = g.angle_index(Chs { cylinder: 10, head: 1, sector: 0 });
+        let a0 = g.angle_index(Chs {
+            cylinder: 10,
+            head: 0,
+            sector: 0,
+        });
+        let a1 = g.angle_index(Chs {
+            cylinder: 10,
+            head: 1,
+            sector: 0,
+        });
         assert_eq!((a1.0 + 32 - a0.0) % 32, 4);
         // Cylinder switch from head 2 of cylinder 10 to head 0 of 11: 0.25 rev = 8 sectors.
-        let a2 = g.angle_index(Chs { cylinder: 10, head: 2, sector: 0 });
-        let a3 = g.angle_index(Chs { cylinder: 11, head: 0, sector: 0 });
+        let a2 = g.angle_index(Chs {
+            cylinder: 10,
+            head: 2,
+            sector: 0,
+        });
+        let a3 = g.angle_index(Chs {
+            cylinder: 11,
+            head: 0,
+            sector: 0,
+        });
         assert_eq!((a3.0 + 32 - a2.0) % 32, 8);
     }
 

@@ -34,6 +34,14 @@ pub struct Target {
     pub angle_ns: u64,
 }
 
+/// What an access moves: `sectors` sectors from `lba`, read or written.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub op: Op,
+    pub lba: u64,
+    pub sectors: u32,
+}
+
 /// The full breakdown of one disk access.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Access {
@@ -76,22 +84,32 @@ fn ms(key: &str, v: f64) -> Result<Span, DriveError> {
     if v.is_finite() && (0.0..=10_000.0).contains(&v) {
         Ok(Span::from_ms_f64(v))
     } else {
-        Err(DriveError::Invalid { key: key.into(), msg: format!("must be a time within 0..10000 ms, got {v}") })
+        Err(DriveError::Invalid {
+            key: key.into(),
+            msg: format!("must be a time within 0..10000 ms, got {v}"),
+        })
     }
 }
 
 impl Drive {
     pub fn from_spec(spec: &DriveSpec) -> Result<Drive, DriveError> {
         if !(spec.rpm.is_finite() && spec.rpm >= 100.0 && spec.rpm <= 100_000.0) {
-            return Err(DriveError::Invalid { key: "rpm".into(), msg: format!("must be within 100..100000, got {}", spec.rpm) });
+            return Err(DriveError::Invalid {
+                key: "rpm".into(),
+                msg: format!("must be within 100..100000, got {}", spec.rpm),
+            });
         }
         let geometry = Geometry::new(spec)?;
-        let noise = |key: &str, sigma: f64, scale: f64| -> Result<Option<Normal<f64>>, DriveError> {
-            if !(sigma.is_finite() && sigma >= 0.0) {
-                return Err(DriveError::Invalid { key: key.into(), msg: format!("must be >= 0, got {sigma}") });
-            }
-            Ok((sigma > 0.0).then(|| Normal::new(0.0, sigma * scale).expect("sigma checked")))
-        };
+        let noise =
+            |key: &str, sigma: f64, scale: f64| -> Result<Option<Normal<f64>>, DriveError> {
+                if !(sigma.is_finite() && sigma >= 0.0) {
+                    return Err(DriveError::Invalid {
+                        key: key.into(),
+                        msg: format!("must be >= 0, got {sigma}"),
+                    });
+                }
+                Ok((sigma > 0.0).then(|| Normal::new(0.0, sigma * scale).expect("sigma checked")))
+            };
         Ok(Drive {
             id: spec.id.clone(),
             name: spec.name.clone(),
@@ -145,7 +163,10 @@ impl Drive {
     pub fn locate(&self, lba: u64) -> Target {
         let chs = self.geometry.lba_to_chs(lba);
         let (idx, spt) = self.geometry.angle_index(chs);
-        Target { chs, angle_ns: self.period_ns * u64::from(idx) / u64::from(spt) }
+        Target {
+            chs,
+            angle_ns: self.period_ns * u64::from(idx) / u64::from(spt),
+        }
     }
 
     /// Arm movement from `from` to `to`: the seek curve (at least a head switch when heads
@@ -180,22 +201,27 @@ impl Drive {
         before_seek + seek + rot
     }
 
-    /// The whole access: `sectors` sectors from `lba`, started at `now` with the arm at
+    /// The whole access of `xfer`, started at `now` with the arm at
     /// `head`. `via_cylinder` makes the arm travel there first (SCAN's sweep to the edge).
     /// With `rng`, seeks and rotational waits get the drive's seeded noise.
     pub fn access<R: Rng>(
         &self,
         now: Nanos,
         head: &HeadState,
-        op: Op,
-        lba: u64,
-        sectors: u32,
+        xfer: Transfer,
         via_cylinder: Option<u32>,
         mut rng: Option<&mut R>,
     ) -> Access {
+        let Transfer { op, lba, sectors } = xfer;
         assert!(sectors > 0, "an access moves at least one sector");
-        assert!(lba + u64::from(sectors) <= self.capacity_sectors(), "access beyond capacity");
-        let mut a = Access { overhead: self.overhead(op), ..Access::default() };
+        assert!(
+            lba + u64::from(sectors) <= self.capacity_sectors(),
+            "access beyond capacity"
+        );
+        let mut a = Access {
+            overhead: self.overhead(op),
+            ..Access::default()
+        };
         let first = self.locate(lba);
         let (mut cyl, mut hd) = (head.cylinder, head.head);
         if let Some(via) = via_cylinder {
@@ -209,7 +235,7 @@ impl Drive {
         }
         let mut t = now + a.overhead + a.seek;
         a.rotation = self.rotational_wait(t, head.phase_ns, first.angle_ns);
-        if let (Some(r), Some(n)) = (rng.as_deref_mut(), self.rotation_noise) {
+        if let (Some(r), Some(n)) = (rng, self.rotation_noise) {
             let jittered = a.rotation.0 as f64 + n.sample(r);
             a.rotation = Span(jittered.max(0.0).round() as u64);
         }
@@ -219,7 +245,8 @@ impl Drive {
             let run = self.geometry.run_on_track(lba).min(left);
             let (idx, spt) = self.geometry.angle_index(at.chs);
             let (idx, spt) = (u64::from(idx), u64::from(spt));
-            let xfer = Span(self.period_ns * (idx + u64::from(run)) / spt - self.period_ns * idx / spt);
+            let xfer =
+                Span(self.period_ns * (idx + u64::from(run)) / spt - self.period_ns * idx / spt);
             a.transfer += xfer;
             t += xfer;
             (cyl, hd) = (at.chs.cylinder, at.chs.head);
@@ -239,7 +266,11 @@ impl Drive {
         a.end = t;
         a.end_cylinder = cyl;
         a.end_head = hd;
-        assert_eq!(a.end, now + a.service(), "breakdown must add up to the service time");
+        assert_eq!(
+            a.end,
+            now + a.service(),
+            "breakdown must add up to the service time"
+        );
         a
     }
 }
@@ -301,9 +332,23 @@ mod tests {
     #[test]
     fn access_on_one_track_is_overhead_seek_rotation_transfer() {
         let d = Drive::from_spec(&spec()).unwrap();
-        let head = HeadState { cylinder: 0, head: 0, phase_ns: 0 };
+        let head = HeadState {
+            cylinder: 0,
+            head: 0,
+            phase_ns: 0,
+        };
         // LBA 1000 is cylinder 5, head 0 (200 sectors per cylinder), sector 0.
-        let a = d.access(Nanos(0), &head, Op::Read, 1000, 8, None, no_rng());
+        let a = d.access(
+            Nanos(0),
+            &head,
+            Transfer {
+                op: Op::Read,
+                lba: 1000,
+                sectors: 8,
+            },
+            None,
+            no_rng(),
+        );
         assert_eq!(a.overhead, Span::from_ms(1));
         assert_eq!(a.seek, Span::from_ms_f64(9.99 * 5.0 / 999.0));
         assert_eq!(a.switches, Span::ZERO);
@@ -316,25 +361,56 @@ mod tests {
     #[test]
     fn crossing_a_track_boundary_pays_the_head_switch() {
         let d = Drive::from_spec(&spec()).unwrap();
-        let head = HeadState { cylinder: 0, head: 0, phase_ns: 0 };
+        let head = HeadState {
+            cylinder: 0,
+            head: 0,
+            phase_ns: 0,
+        };
         // Sectors 95..105 of cylinder 0: 5 on head 0, 5 on head 1.
-        let a = d.access(Nanos(0), &head, Op::Read, 95, 10, None, no_rng());
+        let a = d.access(
+            Nanos(0),
+            &head,
+            Transfer {
+                op: Op::Read,
+                lba: 95,
+                sectors: 10,
+            },
+            None,
+            no_rng(),
+        );
         assert_eq!(a.switches, Span::from_ms_f64(0.5));
         assert_eq!((a.end_cylinder, a.end_head), (0, 1));
         // Crossing to the next cylinder pays a one-cylinder seek (here 0.01 ms) raised to
         // the head switch, since the head changes too.
-        let b = d.access(Nanos(0), &head, Op::Read, 195, 10, None, no_rng());
+        let b = d.access(
+            Nanos(0),
+            &head,
+            Transfer {
+                op: Op::Read,
+                lba: 195,
+                sectors: 10,
+            },
+            None,
+            no_rng(),
+        );
         assert_eq!(b.switches, Span::from_ms_f64(0.5));
         assert_eq!((b.end_cylinder, b.end_head), (1, 0));
         // The track skew (10 sectors = 0.6 ms) covers a 0.5 ms switch: after the switch the
         // head waits only the remainder, 0.1 ms, not a revolution.
-        assert_eq!(a.rotation - d.rotational_wait(Nanos(0) + a.overhead, 0, d.locate(95).angle_ns), Span(100_000));
+        assert_eq!(
+            a.rotation - d.rotational_wait(Nanos(0) + a.overhead, 0, d.locate(95).angle_ns),
+            Span(100_000)
+        );
     }
 
     #[test]
     fn writes_pay_the_settle_time_after_a_seek() {
         let d = Drive::from_spec(&spec()).unwrap();
-        let head = HeadState { cylinder: 0, head: 0, phase_ns: 0 };
+        let head = HeadState {
+            cylinder: 0,
+            head: 0,
+            phase_ns: 0,
+        };
         let r = d.seek_span(0, 0, d.locate(1000).chs, Op::Read);
         let w = d.seek_span(0, 0, d.locate(1000).chs, Op::Write);
         assert_eq!(w, r + Span::from_ms_f64(0.7));
@@ -344,11 +420,25 @@ mod tests {
     #[test]
     fn predictor_equals_access_positioning_without_noise() {
         let d = Drive::from_spec(&spec()).unwrap();
-        let head = HeadState { cylinder: 300, head: 1, phase_ns: 777 };
+        let head = HeadState {
+            cylinder: 300,
+            head: 1,
+            phase_ns: 777,
+        };
         for lba in [0u64, 17, 5_000, 150_001, 199_990] {
             for op in [Op::Read, Op::Write] {
                 let now = Nanos(123_456_789);
-                let a = d.access(now, &head, op, lba, 1, None, no_rng());
+                let a = d.access(
+                    now,
+                    &head,
+                    Transfer {
+                        op,
+                        lba,
+                        sectors: 1,
+                    },
+                    None,
+                    no_rng(),
+                );
                 let p = d.position_time(now, &head, op, &d.locate(lba));
                 assert_eq!(p, a.overhead + a.seek + a.rotation, "lba {lba} {op:?}");
             }
@@ -358,12 +448,34 @@ mod tests {
     #[test]
     fn noise_is_seeded_and_changes_timing() {
         let mut s = spec();
-        s.noise = NoiseSpec { seek_rel_sigma: 0.05, rotation_sigma_ms: 0.05 };
+        s.noise = NoiseSpec {
+            seek_rel_sigma: 0.05,
+            rotation_sigma_ms: 0.05,
+        };
         let d = Drive::from_spec(&s).unwrap();
-        let head = HeadState { cylinder: 0, head: 0, phase_ns: 0 };
+        let head = HeadState {
+            cylinder: 0,
+            head: 0,
+            phase_ns: 0,
+        };
         let run = |seed| {
             let mut rng = Pcg64Mcg::new(seed);
-            (0..50).map(|i| d.access(Nanos(i * 1_000_000), &head, Op::Read, i * 3_001, 1, None, Some(&mut rng)).end).collect::<Vec<_>>()
+            (0..50)
+                .map(|i| {
+                    d.access(
+                        Nanos(i * 1_000_000),
+                        &head,
+                        Transfer {
+                            op: Op::Read,
+                            lba: i * 3_001,
+                            sectors: 1,
+                        },
+                        None,
+                        Some(&mut rng),
+                    )
+                    .end
+                })
+                .collect::<Vec<_>>()
         };
         assert_eq!(run(1), run(1));
         assert_ne!(run(1), run(2));

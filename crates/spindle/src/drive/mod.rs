@@ -12,7 +12,7 @@ pub mod seek;
 pub mod spec;
 
 pub use geometry::{Chs, Geometry};
-pub use mech::{Access, Drive, HeadState, Target};
+pub use mech::{Access, Drive, HeadState, Target, Transfer};
 pub use seek::SeekCurve;
 pub use spec::{DriveSpec, NoiseSpec, SeekSpec, SkewUnit, ZoneSpec};
 

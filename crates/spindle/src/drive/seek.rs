@@ -31,7 +31,10 @@ impl SeekCurve {
         assert!(cylinders >= 1, "a drive has at least one cylinder");
         let max_d = cylinders - 1;
         let ms_at: Box<dyn Fn(u32) -> f64> = match spec {
-            SeekSpec::Table { points, write_points } => {
+            SeekSpec::Table {
+                points,
+                write_points,
+            } => {
                 let pts = match (write, write_points) {
                     (true, Some(w)) => w,
                     _ => points,
@@ -40,11 +43,24 @@ impl SeekCurve {
                 let pts = pts.clone();
                 Box::new(move |d| interpolate_table(&pts, d))
             }
-            SeekSpec::TwoPiece { a_ms, b_ms, c_ms, e_ms, boundary, single_cylinder_ms } => {
-                for (name, v) in [("a_ms", a_ms), ("b_ms", b_ms), ("c_ms", c_ms), ("e_ms", e_ms)] {
+            SeekSpec::TwoPiece {
+                a_ms,
+                b_ms,
+                c_ms,
+                e_ms,
+                boundary,
+                single_cylinder_ms,
+            } => {
+                for (name, v) in [
+                    ("a_ms", a_ms),
+                    ("b_ms", b_ms),
+                    ("c_ms", c_ms),
+                    ("e_ms", e_ms),
+                ] {
                     check_ms(&format!("seek.{name}"), *v)?;
                 }
-                let (a, b, c, e, bd, one) = (*a_ms, *b_ms, *c_ms, *e_ms, *boundary, *single_cylinder_ms);
+                let (a, b, c, e, bd, one) =
+                    (*a_ms, *b_ms, *c_ms, *e_ms, *boundary, *single_cylinder_ms);
                 Box::new(move |d| match (d, one) {
                     (1, Some(t1)) => t1,
                     _ if d < bd => a + b * f64::from(d).sqrt(),
@@ -57,7 +73,11 @@ impl SeekCurve {
                 let span = f64::from(max_d.max(1));
                 Box::new(move |d| full * f64::from(d) / span)
             }
-            SeekSpec::ThreePoint { single_ms, average_ms, full_ms } => {
+            SeekSpec::ThreePoint {
+                single_ms,
+                average_ms,
+                full_ms,
+            } => {
                 let shape = TemplateShape::fit(*single_ms, *average_ms, *full_ms, max_d)?;
                 Box::new(move |d| shape.ms_at(d))
             }
@@ -66,7 +86,7 @@ impl SeekCurve {
         table_ns.push(0);
         for d in 1..=max_d {
             let ms = ms_at(d);
-            if !ms.is_finite() || ms < 0.0 || ms > 4_000.0 {
+            if !(0.0..=4_000.0).contains(&ms) {
                 return Err(DriveError::Invalid {
                     key: "seek".into(),
                     msg: format!("seek time at distance {d} is {ms} ms; must be within 0..4000 ms"),
@@ -96,7 +116,7 @@ impl SeekCurve {
             num += w * u128::from(*t);
             den += w;
         }
-        Span(if den == 0 { 0 } else { (num / den) as u64 })
+        Span(num.checked_div(den).map_or(0, |m| m as u64))
     }
 }
 
@@ -104,13 +124,19 @@ fn check_ms(key: &str, v: f64) -> Result<(), DriveError> {
     if v.is_finite() && v >= 0.0 {
         Ok(())
     } else {
-        Err(DriveError::Invalid { key: key.into(), msg: format!("must be a time >= 0 ms, got {v}") })
+        Err(DriveError::Invalid {
+            key: key.into(),
+            msg: format!("must be a time >= 0 ms, got {v}"),
+        })
     }
 }
 
 fn check_table(pts: &[(u32, f64)]) -> Result<(), DriveError> {
     if pts.is_empty() {
-        return Err(DriveError::Invalid { key: "seek.points".into(), msg: "no points".into() });
+        return Err(DriveError::Invalid {
+            key: "seek.points".into(),
+            msg: "no points".into(),
+        });
     }
     for (i, w) in pts.windows(2).enumerate() {
         if w[1].0 <= w[0].0 {
@@ -158,7 +184,11 @@ struct TemplateShape {
 
 impl TemplateShape {
     fn fit(t1: f64, tavg: f64, tfull: f64, max_d: u32) -> Result<TemplateShape, DriveError> {
-        for (k, v) in [("seek.single_ms", t1), ("seek.average_ms", tavg), ("seek.full_ms", tfull)] {
+        for (k, v) in [
+            ("seek.single_ms", t1),
+            ("seek.average_ms", tavg),
+            ("seek.full_ms", tfull),
+        ] {
             check_ms(k, v)?;
         }
         if !(t1 < tavg && tavg < tfull) {
@@ -167,7 +197,12 @@ impl TemplateShape {
                 msg: format!("need single < average < full, got {t1} / {tavg} / {tfull} ms"),
             });
         }
-        let mut shape = TemplateShape { t1, tfull, k: 1.0, max_d: max_d.max(1) };
+        let mut shape = TemplateShape {
+            t1,
+            tfull,
+            k: 1.0,
+            max_d: max_d.max(1),
+        };
         let (mut lo, mut hi) = (0.05f64, 20.0f64);
         for _ in 0..60 {
             shape.k = (lo * hi).sqrt();
@@ -257,7 +292,10 @@ mod tests {
 
     #[test]
     fn table_interpolates_between_points() {
-        let spec = SeekSpec::Table { points: vec![(1, 1.0), (11, 2.0), (101, 5.0)], write_points: None };
+        let spec = SeekSpec::Table {
+            points: vec![(1, 1.0), (11, 2.0), (101, 5.0)],
+            write_points: None,
+        };
         let c = SeekCurve::compile(&spec, 201, false).unwrap();
         assert_eq!(c.time(1), Span::from_ms_f64(1.0));
         assert_eq!(c.time(6), Span::from_ms_f64(1.5));
@@ -268,7 +306,11 @@ mod tests {
 
     #[test]
     fn three_point_hits_all_three_published_values() {
-        let spec = SeekSpec::ThreePoint { single_ms: 0.6, average_ms: 8.5, full_ms: 16.0 };
+        let spec = SeekSpec::ThreePoint {
+            single_ms: 0.6,
+            average_ms: 8.5,
+            full_ms: 16.0,
+        };
         let c = SeekCurve::compile(&spec, 300_000, false).unwrap();
         assert_eq!(c.time(1), Span::from_ms_f64(0.6));
         assert_eq!(c.time(299_999), Span::from_ms_f64(16.0));
@@ -283,8 +325,13 @@ mod tests {
 
     #[test]
     fn decreasing_table_is_an_error_naming_the_point() {
-        let spec = SeekSpec::Table { points: vec![(1, 1.0), (1, 2.0)], write_points: None };
-        let err = SeekCurve::compile(&spec, 10, false).unwrap_err().to_string();
+        let spec = SeekSpec::Table {
+            points: vec![(1, 1.0), (1, 2.0)],
+            write_points: None,
+        };
+        let err = SeekCurve::compile(&spec, 10, false)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("seek.points[1]"), "{err}");
     }
 }

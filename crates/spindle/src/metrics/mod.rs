@@ -60,7 +60,10 @@ impl Collector {
     pub fn on_issue(&mut self, index: u64, now: Nanos, busy: impl FnOnce() -> Vec<Span>) {
         if index == self.warmup && self.window_start.is_none() {
             self.window_start = Some((now, busy()));
-        } else if Some(index) == self.cooldown_from && self.window_end.is_none() && self.window_start.is_some() {
+        } else if Some(index) == self.cooldown_from
+            && self.window_end.is_none()
+            && self.window_start.is_some()
+        {
             self.window_end = Some((now, busy()));
         }
     }
@@ -72,7 +75,10 @@ impl Collector {
     pub fn on_complete(&mut self, c: &Completion) {
         self.last_done = self.last_done.max(c.done);
         if let Some((start, _)) = &self.window_start {
-            let before_end = self.window_end.as_ref().is_none_or(|(end, _)| c.done <= *end);
+            let before_end = self
+                .window_end
+                .as_ref()
+                .is_none_or(|(end, _)| c.done <= *end);
             if c.done >= *start && before_end {
                 self.completions_in_window += 1;
             }
@@ -87,7 +93,9 @@ impl Collector {
             Op::Write => self.write.saturating_record(ns),
         }
         let b = c.breakdown;
-        for (s, v) in self.sums.iter_mut().zip([b.queue, b.overhead, b.seek, b.rotation, b.transfer, b.switches]) {
+        for (s, v) in self.sums.iter_mut().zip([
+            b.queue, b.overhead, b.seek, b.rotation, b.transfer, b.switches,
+        ]) {
             *s += u128::from(v.0);
         }
         self.sectors += u128::from(c.sectors);
@@ -103,7 +111,10 @@ impl Collector {
         sector_bytes: u32,
         total_issued: u64,
     ) -> Report {
-        let (start, start_busy) = self.window_start.take().unwrap_or((Nanos::ZERO, vec![Span::ZERO; end_busy.len()]));
+        let (start, start_busy) = self
+            .window_start
+            .take()
+            .unwrap_or((Nanos::ZERO, vec![Span::ZERO; end_busy.len()]));
         let (end, end_busy) = self.window_end.take().unwrap_or((self.last_done, end_busy));
         let window = end.saturating_since(start);
         let secs = window.0 as f64 / 1e9;
@@ -116,10 +127,18 @@ impl Collector {
                 let busy = end_busy[i].0.saturating_sub(start_busy[i].0);
                 DiskReport {
                     disk: i,
-                    utilization: if window.0 == 0 { 0.0 } else { busy as f64 / window.0 as f64 },
+                    utilization: if window.0 == 0 {
+                        0.0
+                    } else {
+                        busy as f64 / window.0 as f64
+                    },
                     ops: c.ops,
                     sweep_reversals: c.sched.reversals,
-                    requests_per_sweep: if c.sched.reversals == 0 { None } else { Some(c.sched.picks as f64 / c.sched.reversals as f64) },
+                    requests_per_sweep: if c.sched.reversals == 0 {
+                        None
+                    } else {
+                        Some(c.sched.picks as f64 / c.sched.reversals as f64)
+                    },
                     aged_picks: c.sched.aged_picks,
                 }
             })
@@ -128,8 +147,16 @@ impl Collector {
             requests: self.measured,
             requests_issued: total_issued,
             window_ms: window.as_ms_f64(),
-            throughput_iops: if secs > 0.0 { self.completions_in_window as f64 / secs } else { 0.0 },
-            throughput_mb_s: if secs > 0.0 { (self.sectors as f64 * f64::from(sector_bytes)) / 1e6 / secs } else { 0.0 },
+            throughput_iops: if secs > 0.0 {
+                self.completions_in_window as f64 / secs
+            } else {
+                0.0
+            },
+            throughput_mb_s: if secs > 0.0 {
+                (self.sectors as f64 * f64::from(sector_bytes)) / 1e6 / secs
+            } else {
+                0.0
+            },
             latency: report::Latencies {
                 all: LatencyStats::from_histogram(&self.all),
                 read: LatencyStats::from_histogram(&self.read),

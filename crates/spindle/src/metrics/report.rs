@@ -108,7 +108,11 @@ impl Report {
     pub fn to_table(&self) -> String {
         let mut s = String::new();
         let first = self;
-        let _ = writeln!(s, "drive {} · workload {} · seed {}", first.drive, first.workload, first.seed);
+        let _ = writeln!(
+            s,
+            "drive {} · workload {} · seed {}",
+            first.drive, first.workload, first.seed
+        );
         let _ = writeln!(
             s,
             "{:<22} {:>5} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} | {:>6} {:>6} {:>6} {:>6} {:>6}",
@@ -138,7 +142,11 @@ impl Report {
                 b.transfer + b.switches,
             );
         }
-        let _ = writeln!(s, "(latency in ms over {} measured requests per row; breakdown = mean ms per request)", first.requests);
+        let _ = writeln!(
+            s,
+            "(latency in ms over {} measured requests per row; breakdown = mean ms per request)",
+            first.requests
+        );
         s
     }
 

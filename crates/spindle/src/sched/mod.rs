@@ -72,7 +72,14 @@ pub enum Policy {
 }
 
 impl Policy {
-    pub const ALL: [Policy; 6] = [Policy::Fcfs, Policy::Sstf, Policy::Scan, Policy::Look, Policy::CLook, Policy::Satf];
+    pub const ALL: [Policy; 6] = [
+        Policy::Fcfs,
+        Policy::Sstf,
+        Policy::Scan,
+        Policy::Look,
+        Policy::CLook,
+        Policy::Satf,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -115,11 +122,19 @@ pub struct Pending {
 
 impl Pending {
     pub fn new(age_bound: Option<Span>) -> Pending {
-        Pending { reqs: Vec::with_capacity(64), age_bound, stats: SchedStats::default() }
+        Pending {
+            reqs: Vec::with_capacity(64),
+            age_bound,
+            stats: SchedStats::default(),
+        }
     }
 
     fn push(&mut self, r: DiskRequest) {
-        debug_assert!(self.reqs.iter().all(|q| q.id != r.id), "request {} queued twice", r.id);
+        debug_assert!(
+            self.reqs.iter().all(|q| q.id != r.id),
+            "request {} queued twice",
+            r.id
+        );
         self.reqs.push(r);
     }
 
@@ -146,7 +161,11 @@ impl Pending {
 
     /// Index of the request minimising `key`, ties broken by arrival order.
     fn argmin<K: Ord>(&self, mut key: impl FnMut(&DiskRequest) -> K) -> Option<usize> {
-        self.reqs.iter().enumerate().min_by_key(|(_, r)| (key(r), r.seq)).map(|(i, _)| i)
+        self.reqs
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, r)| (key(r), r.seq))
+            .map(|(i, _)| i)
     }
 }
 

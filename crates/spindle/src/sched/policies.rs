@@ -6,7 +6,10 @@ use crate::Nanos;
 use std::collections::VecDeque;
 
 fn plain(request: DiskRequest) -> Pick {
-    Pick { request, via_cylinder: None }
+    Pick {
+        request,
+        via_cylinder: None,
+    }
 }
 
 /// First come, first served: arrival order, a ring buffer (no scan even for long queues).
@@ -20,13 +23,19 @@ impl Fcfs {
     pub fn new(q: Pending) -> Fcfs {
         // FCFS never starves a request, so an age bound has nothing to do.
         let _ = q;
-        Fcfs { ring: VecDeque::with_capacity(64), stats: SchedStats::default() }
+        Fcfs {
+            ring: VecDeque::with_capacity(64),
+            stats: SchedStats::default(),
+        }
     }
 }
 
 impl Scheduler for Fcfs {
     fn push(&mut self, r: DiskRequest) {
-        debug_assert!(self.ring.back().is_none_or(|b| b.seq < r.seq), "FCFS arrivals out of order");
+        debug_assert!(
+            self.ring.back().is_none_or(|b| b.seq < r.seq),
+            "FCFS arrivals out of order"
+        );
         self.ring.push_back(r);
     }
     fn pick(&mut self, _now: Nanos, _head: &HeadState, _drive: &Drive) -> Option<Pick> {
@@ -66,7 +75,9 @@ impl Scheduler for Sstf {
         if let Some(i) = self.q.overdue(now) {
             return Some(plain(self.q.take(i, true)));
         }
-        let i = self.q.argmin(|r| r.target.chs.cylinder.abs_diff(head.cylinder))?;
+        let i = self
+            .q
+            .argmin(|r| r.target.chs.cylinder.abs_diff(head.cylinder))?;
         Some(plain(self.q.take(i, false)))
     }
     fn remove(&mut self, id: u64) -> Option<DiskRequest> {
@@ -84,11 +95,23 @@ impl Scheduler for Sstf {
 /// current direction; `None` when nothing lies ahead.
 fn nearest_ahead(q: &Pending, cylinder: u32, up: bool) -> Option<usize> {
     if up {
-        q.argmin(|r| if r.target.chs.cylinder >= cylinder { r.target.chs.cylinder - cylinder } else { u32::MAX })
-            .filter(|&i| q.reqs[i].target.chs.cylinder >= cylinder)
+        q.argmin(|r| {
+            if r.target.chs.cylinder >= cylinder {
+                r.target.chs.cylinder - cylinder
+            } else {
+                u32::MAX
+            }
+        })
+        .filter(|&i| q.reqs[i].target.chs.cylinder >= cylinder)
     } else {
-        q.argmin(|r| if r.target.chs.cylinder <= cylinder { cylinder - r.target.chs.cylinder } else { u32::MAX })
-            .filter(|&i| q.reqs[i].target.chs.cylinder <= cylinder)
+        q.argmin(|r| {
+            if r.target.chs.cylinder <= cylinder {
+                cylinder - r.target.chs.cylinder
+            } else {
+                u32::MAX
+            }
+        })
+        .filter(|&i| q.reqs[i].target.chs.cylinder <= cylinder)
     }
 }
 
@@ -121,7 +144,8 @@ impl Scheduler for Look {
             None => {
                 self.up = !self.up;
                 self.q.stats.reversals += 1;
-                nearest_ahead(&self.q, head.cylinder, self.up).expect("a request lies one way or the other")
+                nearest_ahead(&self.q, head.cylinder, self.up)
+                    .expect("a request lies one way or the other")
             }
         };
         Some(plain(self.q.take(i, false)))
@@ -149,7 +173,11 @@ pub struct Scan {
 impl Scan {
     pub fn new(q: Pending, cylinders: u32) -> Scan {
         assert!(cylinders > 0, "a drive has cylinders");
-        Scan { q, up: true, last_cylinder: cylinders - 1 }
+        Scan {
+            q,
+            up: true,
+            last_cylinder: cylinders - 1,
+        }
     }
 }
 
@@ -171,7 +199,10 @@ impl Scheduler for Scan {
         self.up = !self.up;
         self.q.stats.reversals += 1;
         let i = nearest_ahead(&self.q, edge, self.up).expect("every request lies on the way back");
-        Some(Pick { request: self.q.take(i, false), via_cylinder: (edge != head.cylinder).then_some(edge) })
+        Some(Pick {
+            request: self.q.take(i, false),
+            via_cylinder: (edge != head.cylinder).then_some(edge),
+        })
     }
     fn remove(&mut self, id: u64) -> Option<DiskRequest> {
         self.q.remove(id)
@@ -211,7 +242,9 @@ impl Scheduler for CLook {
             Some(i) => i,
             None => {
                 self.q.stats.reversals += 1;
-                self.q.argmin(|r| r.target.chs.cylinder).expect("queue is not empty")
+                self.q
+                    .argmin(|r| r.target.chs.cylinder)
+                    .expect("queue is not empty")
             }
         };
         Some(plain(self.q.take(i, false)))
@@ -248,7 +281,9 @@ impl Scheduler for Satf {
         if let Some(i) = self.q.overdue(now) {
             return Some(plain(self.q.take(i, true)));
         }
-        let i = self.q.argmin(|r| drive.position_time(now, head, r.op, &r.target))?;
+        let i = self
+            .q
+            .argmin(|r| drive.position_time(now, head, r.op, &r.target))?;
         Some(plain(self.q.take(i, false)))
     }
     fn remove(&mut self, id: u64) -> Option<DiskRequest> {

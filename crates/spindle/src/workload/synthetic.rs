@@ -43,10 +43,24 @@ pub struct Draw {
 impl Generator {
     /// `streams`: independent sequential streams (the closed loop's Q).
     pub fn new(mix: Mix, streams: usize, seed: u64) -> Generator {
-        assert!(!mix.sizes.is_empty(), "a size distribution has at least one size");
-        assert!(mix.alignment_sectors >= 1, "alignment is at least one sector");
-        let max = mix.sizes.iter().map(|s| u64::from(s.0)).max().expect("non-empty");
-        assert!(max <= mix.span_sectors, "the span holds the largest request");
+        assert!(
+            !mix.sizes.is_empty(),
+            "a size distribution has at least one size"
+        );
+        assert!(
+            mix.alignment_sectors >= 1,
+            "alignment is at least one sector"
+        );
+        let max = mix
+            .sizes
+            .iter()
+            .map(|s| u64::from(s.0))
+            .max()
+            .expect("non-empty");
+        assert!(
+            max <= mix.span_sectors,
+            "the span holds the largest request"
+        );
         let total: f64 = mix.sizes.iter().map(|s| s.1).sum();
         let mut acc = 0.0;
         let cumulative = mix
@@ -57,25 +71,39 @@ impl Generator {
                 acc
             })
             .collect();
-        Generator { mix, cumulative, rng: Pcg64Mcg::seed_from_u64(seed), stream_end: vec![None; streams.max(1)] }
+        Generator {
+            mix,
+            cumulative,
+            rng: Pcg64Mcg::seed_from_u64(seed),
+            stream_end: vec![None; streams.max(1)],
+        }
     }
 
     pub fn draw(&mut self, stream: usize) -> Draw {
-        let op = if self.rng.gen::<f64>() < self.mix.read_fraction { Op::Read } else { Op::Write };
+        let op = if self.rng.gen::<f64>() < self.mix.read_fraction {
+            Op::Read
+        } else {
+            Op::Write
+        };
         let sectors = if self.mix.sizes.len() == 1 {
             self.mix.sizes[0].0
         } else {
             let u: f64 = self.rng.gen();
-            let i = self.cumulative.partition_point(|&c| c < u).min(self.mix.sizes.len() - 1);
+            let i = self
+                .cumulative
+                .partition_point(|&c| c < u)
+                .min(self.mix.sizes.len() - 1);
             self.mix.sizes[i].0
         };
         let end = self.mix.span_start + self.mix.span_sectors;
-        let sequential = self.mix.sequential_fraction > 0.0 && self.rng.gen::<f64>() < self.mix.sequential_fraction;
+        let sequential = self.mix.sequential_fraction > 0.0
+            && self.rng.gen::<f64>() < self.mix.sequential_fraction;
         let lba = match self.stream_end[stream] {
             Some(prev) if sequential && prev + u64::from(sectors) <= end => prev,
             _ => {
                 // Aligned slots whose request stays inside the span.
-                let slots = (self.mix.span_sectors - u64::from(sectors)) / self.mix.alignment_sectors + 1;
+                let slots =
+                    (self.mix.span_sectors - u64::from(sectors)) / self.mix.alignment_sectors + 1;
                 self.mix.span_start + self.rng.gen_range(0..slots) * self.mix.alignment_sectors
             }
         };
@@ -93,8 +121,15 @@ pub struct Poisson {
 
 impl Poisson {
     pub fn new(rate_per_s: f64, seed: u64) -> Poisson {
-        assert!(rate_per_s.is_finite() && rate_per_s > 0.0, "arrival rate must be > 0");
-        Poisson { exp: Exp::new(rate_per_s / 1e9).expect("positive rate"), rng: Pcg64Mcg::seed_from_u64(seed), next: Nanos::ZERO }
+        assert!(
+            rate_per_s.is_finite() && rate_per_s > 0.0,
+            "arrival rate must be > 0"
+        );
+        Poisson {
+            exp: Exp::new(rate_per_s / 1e9).expect("positive rate"),
+            rng: Pcg64Mcg::seed_from_u64(seed),
+            next: Nanos::ZERO,
+        }
     }
 
     pub fn next_arrival(&mut self) -> Nanos {

@@ -1,0 +1,135 @@
+//! `spindle drives list|show NAME`: the built-in drive library.
+
+use anyhow::Context;
+use clap::Subcommand;
+use spindle::drive::{builtin_drive, library, DriveSpec};
+use spindle::Op;
+use std::fmt::Write as _;
+use std::io::Write;
+
+#[derive(Subcommand)]
+pub enum DrivesCmd {
+    /// One line per built-in drive.
+    List,
+    /// Every parameter of one drive, with its source.
+    Show {
+        /// A drive id from `spindle drives list`.
+        name: String,
+    },
+}
+
+pub fn run(cmd: DrivesCmd) -> anyhow::Result<()> {
+    let mut out = String::new();
+    match cmd {
+        DrivesCmd::List => {
+            let _ = writeln!(
+                out,
+                "{:<12} {:<44} {:>6} {:>9} {:>6} {:>4} {:>8} {:>5} {:>8} {:>8}  notes",
+                "id",
+                "name",
+                "rpm",
+                "capacity",
+                "sector",
+                "surf",
+                "cyls",
+                "zones",
+                "avg seek",
+                "R/2"
+            );
+            for id in library::builtin_ids() {
+                let d = builtin_drive(id).with_context(|| format!("built-in drive {id}"))?;
+                let g = d.geometry();
+                let spec: DriveSpec =
+                    toml::from_str(library::builtin_spec(id).expect("listed id"))?;
+                let _ =
+                    writeln!(
+                    out,
+                    "{:<12} {:<44} {:>6} {:>7.1}GB {:>6} {:>4} {:>8} {:>5} {:>6.2}ms {:>6.2}ms  {}",
+                    id,
+                    truncate(&d.name, 44),
+                    spec.rpm,
+                    g.capacity_bytes() as f64 / 1e9,
+                    g.sector_bytes(),
+                    g.surfaces(),
+                    g.cylinders(),
+                    g.zone_count(),
+                    d.seek_curve(Op::Read).mean_random().as_ms_f64(),
+                    d.period().as_ms_f64() / 2.0,
+                    if d.estimated { "contains estimates" } else { "" }
+                );
+            }
+        }
+        DrivesCmd::Show { name } => {
+            let d = builtin_drive(&name)?;
+            let text = library::builtin_spec(&name).expect("built-in drive exists");
+            let spec: DriveSpec = toml::from_str(text)?;
+            let g = d.geometry();
+            let _ = writeln!(out, "{} ({})", spec.name, spec.id);
+            if !spec.description.is_empty() {
+                let _ = writeln!(out, "{}\n", spec.description.trim());
+            }
+            let _ = writeln!(
+                out,
+                "capacity        {} sectors of {} B = {:.3} GB",
+                g.capacity_sectors(),
+                g.sector_bytes(),
+                g.capacity_bytes() as f64 / 1e9
+            );
+            let _ = writeln!(
+                out,
+                "rotation        {} rpm, {:.4} ms per revolution",
+                spec.rpm,
+                d.period().as_ms_f64()
+            );
+            let _ = writeln!(out, "surfaces        {}", g.surfaces());
+            let _ = writeln!(out, "cylinders       {}", g.cylinders());
+            let _ = writeln!(out, "seek            {:?}", spec.seek);
+            let c = d.seek_curve(Op::Read);
+            let _ = writeln!(
+                out,
+                "                1 cyl {:.3} ms, mean random {:.3} ms, 1/3 stroke {:.3} ms, full {:.3} ms",
+                c.time(1.min(c.max_distance())).as_ms_f64(),
+                c.mean_random().as_ms_f64(),
+                c.time(c.max_distance() / 3).as_ms_f64(),
+                c.time(c.max_distance()).as_ms_f64()
+            );
+            let _ = writeln!(out, "head switch     {} ms", spec.head_switch_ms);
+            let _ = writeln!(out, "write settle    {} ms", spec.write_settle_ms);
+            let _ = writeln!(
+                out,
+                "overhead        read {} ms, write {} ms",
+                spec.overhead_read_ms, spec.overhead_write_ms
+            );
+            let _ = writeln!(out, "zones           {}", g.zone_count());
+            for (i, z) in spec.zones.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "  {:>2}: cylinders {:>7}..{:<7} {:>5} sectors/track, skew {} / {} {:?}, spares {}/track {}/zone",
+                    i, z.first_cylinder, z.last_cylinder, z.sectors_per_track, z.track_skew, z.cylinder_skew, z.skew_unit, z.spare_sectors_per_track, z.spare_sectors_per_zone
+                );
+            }
+            if !spec.provenance.is_empty() {
+                let _ = writeln!(out, "\nsources of the values:");
+                for (k, v) in &spec.provenance {
+                    let _ = writeln!(out, "  {k:<22} {v}");
+                }
+            }
+            if !spec.sources.is_empty() {
+                let _ = writeln!(out, "\ncitations:");
+                for (k, v) in &spec.sources {
+                    let _ = writeln!(out, "  {k:<14} {v}");
+                }
+            }
+        }
+    }
+    std::io::stdout().lock().write_all(out.as_bytes())?;
+    Ok(())
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).chain(std::iter::once('…')).collect()
+    }
+}
