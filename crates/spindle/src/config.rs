@@ -16,6 +16,11 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// Bounds that keep an experiment within memory: more disks or outstanding requests than
+/// these is a configuration error, not an allocation failure.
+pub const MAX_DISKS: u32 = 4_096;
+pub const MAX_QUEUE_DEPTH: u32 = 1_048_576;
+
 /// The built-in default experiment of `spindle run` with no file.
 pub const DEFAULT_EXPERIMENT: &str = include_str!("default_experiment.toml");
 
@@ -319,25 +324,37 @@ fn spec_from(
     origin: &str,
     sets: &[String],
 ) -> Result<ExperimentSpec, ConfigError> {
-    ExperimentSpec::deserialize(toml::Value::Table(doc.clone())).map_err(|e| {
-        let msg = e.message().to_string();
-        // Point at the line of the first key the message names, when the file has it.
-        let line = msg.split('`').nth(1).and_then(|k| {
-            text.lines()
-                .position(|l| l.trim_start().starts_with(k))
-                .map(|i| i + 1)
-        });
-        let note = if sets.is_empty() {
+    let located = |path: String, line: Option<usize>, msg: &str| {
+        let key = if path.is_empty() || path == "." {
             String::new()
         } else {
-            format!(" (with --set {})", sets.join(" "))
+            format!("{path}: ")
         };
         ConfigError {
             origin: origin.to_string(),
             line,
-            msg: format!("{msg}{note}"),
+            msg: format!("{key}{msg}"),
         }
-    })
+    };
+    // The file as written first: its errors carry spans, hence line numbers.
+    if let Err(e) =
+        serde_path_to_error::deserialize::<_, ExperimentSpec>(toml::Deserializer::new(text))
+    {
+        let line = e.inner().span().map(|s| line_of(text, s.start));
+        return Err(located(e.path().to_string(), line, e.inner().message()));
+    }
+    // Then with the overrides applied: an error now comes from an override.
+    serde_path_to_error::deserialize::<_, ExperimentSpec>(toml::Value::Table(doc.clone())).map_err(
+        |e| {
+            let path = e.path().to_string();
+            let note = if sets.is_empty() {
+                String::new()
+            } else {
+                format!(" (with --set {})", sets.join(" "))
+            };
+            located(path, None, &format!("{}{note}", e.inner().message()))
+        },
+    )
 }
 
 fn line_of(text: &str, byte: usize) -> usize {
@@ -449,8 +466,11 @@ impl Experiment {
         let drive =
             resolve_drive(&s.drive.model, read_file).map_err(|m| self.error("drive.model", m))?;
         let a = &s.array;
-        if a.disks == 0 {
-            return Err(self.error("array.disks", "must be >= 1, got 0"));
+        if !(1..=MAX_DISKS).contains(&a.disks) {
+            return Err(self.error(
+                "array.disks",
+                format!("must be within 1..={MAX_DISKS}, got {}", a.disks),
+            ));
         }
         if a.layout != "jbod" {
             return Err(self.error(
@@ -512,6 +532,12 @@ impl Experiment {
                 if w.kind == WorkloadKind::Closed {
                     if w.queue_depth == 0 {
                         return Err(self.error("workload.queue_depth", "must be >= 1, got 0"));
+                    }
+                    if w.queue_depth > MAX_QUEUE_DEPTH {
+                        return Err(self.error(
+                            "workload.queue_depth",
+                            format!("must be at most {MAX_QUEUE_DEPTH}, got {}", w.queue_depth),
+                        ));
                     }
                     workload_label = format!(
                         "closed Q={}, {:.0}% reads, {size_label}{seq}",

@@ -49,8 +49,19 @@ impl Geometry {
         if spec.surfaces == 0 {
             return Err(bad("surfaces".into(), "must be >= 1, got 0".into()));
         }
-        if spec.cylinders == 0 {
-            return Err(bad("cylinders".into(), "must be >= 1, got 0".into()));
+        // The seek table has one entry per cylinder distance: 16 M cylinders is 64 MiB, and
+        // far beyond any drive (a 30 TB drive has under 1 M).
+        if spec.cylinders == 0 || spec.cylinders > 16_000_000 {
+            return Err(bad(
+                "cylinders".into(),
+                format!("must be within 1..=16000000, got {}", spec.cylinders),
+            ));
+        }
+        if spec.surfaces > 1_000 {
+            return Err(bad(
+                "surfaces".into(),
+                format!("must be within 1..=1000, got {}", spec.surfaces),
+            ));
         }
         if spec.sector_bytes != 512 && spec.sector_bytes != 4096 {
             return Err(bad(

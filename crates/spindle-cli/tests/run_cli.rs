@@ -1,0 +1,267 @@
+//! The `spindle run`, `drives` and `bench` commands as a user runs them.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn spindle(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_spindle"))
+        .args(args)
+        .output()
+        .expect("spindle runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A small, fast experiment written to a temporary directory.
+fn experiment(dir: &Path, body: &str) -> String {
+    let path = dir.join("exp.toml");
+    std::fs::write(&path, body).unwrap();
+    path.display().to_string()
+}
+
+const SMALL: &str = "seed = 5\n[drive]\nmodel = \"cheetah9lp\"\n[array]\nscheduler = \"satf\"\n[workload]\nkind = \"closed\"\nqueue_depth = 4\nread_fraction = 0.6\n[run]\nrequests = 3000\n";
+
+#[test]
+fn default_run_prints_a_comparison_of_every_scheduler() {
+    let o = spindle(&["run", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for label in ["FCFS", "SSTF", "SCAN", "LOOK", "C-LOOK", "SATF"] {
+        assert!(
+            out.lines().any(|l| l.starts_with(label)),
+            "no {label} row in\n{out}"
+        );
+    }
+}
+
+#[test]
+fn json_has_the_documented_fields_and_is_byte_identical_across_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = experiment(dir.path(), SMALL);
+    let a = spindle(&["run", &exp, "--json"]);
+    assert!(a.status.success(), "{}", stderr(&a));
+    let v: serde_json::Value = serde_json::from_slice(&a.stdout).expect("one JSON object");
+    for class in ["all", "read", "write"] {
+        for f in ["mean_ms", "p50_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms"] {
+            assert!(
+                v["latency"][class][f].is_number(),
+                "latency.{class}.{f} missing"
+            );
+        }
+    }
+    assert!(v["throughput_iops"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["requests"].as_u64(), Some(2100), "middle 70 % of 3,000");
+    let u = v["disks"][0]["utilization"].as_f64().unwrap();
+    assert!(
+        (0.99..=1.0).contains(&u),
+        "a closed loop keeps its disk busy: {u}"
+    );
+    let b = spindle(&["run", &exp, "--json"]);
+    assert_eq!(
+        a.stdout, b.stdout,
+        "same experiment and seed must give identical bytes"
+    );
+}
+
+#[test]
+fn csv_has_a_header_and_one_line_per_configuration() {
+    let o = spindle(&["run", "--csv", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<_> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("label,drive,disks,scheduler"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(lines.len(), 7, "header + six schedulers");
+}
+
+#[test]
+fn set_overrides_reach_the_report() {
+    let o = spindle(&[
+        "run",
+        "--json",
+        "--set",
+        "workload.queue_depth=1",
+        "--set",
+        "run.requests=2000",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["workload"].as_str().unwrap().contains("Q=1"));
+    assert_eq!(v["requests_issued"].as_u64(), Some(2000));
+}
+
+#[test]
+fn an_unknown_key_fails_naming_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = experiment(
+        dir.path(),
+        &SMALL.replace("queue_depth = 4", "queue_dpth = 4"),
+    );
+    let o = spindle(&["run", &exp]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("exp.toml: line 8") && err.contains("queue_dpth"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty(), "no partial report on error");
+}
+
+#[test]
+fn impossible_parameters_fail_with_the_key() {
+    for (set, key) in [
+        ("workload.queue_depth=0", "workload.queue_depth"),
+        ("array.disks=0", "array.disks"),
+        ("workload.read_fraction=1.5", "workload.read_fraction"),
+        (
+            "workload.data_set_bytes=99999999999999",
+            "workload.data_set_bytes",
+        ),
+        ("array.scheduler=elevator", "unknown variant"),
+    ] {
+        let o = spindle(&["run", "--set", set]);
+        assert_eq!(o.status.code(), Some(2), "{set}");
+        assert!(stderr(&o).contains(key), "{set}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn an_unknown_drive_lists_the_library() {
+    let o = spindle(&["run", "--set", "drive.model=nosuchdrive"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("nosuchdrive") && err.contains("cheetah9lp"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_drive_file_with_zero_rpm_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let drive = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../drives/hp97560.toml"
+    ))
+    .unwrap();
+    let zero = drive
+        .lines()
+        .map(|l| if l.starts_with("rpm") { "rpm = 0" } else { l })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(dir.path().join("zero.toml"), zero).unwrap();
+    let exp = experiment(
+        dir.path(),
+        &SMALL.replace("\"cheetah9lp\"", "\"zero.toml\""),
+    );
+    let o = spindle(&["run", &exp]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("drive.model") && err.contains("rpm"), "{err}");
+}
+
+#[test]
+fn a_malformed_trace_fails_naming_the_trace_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("t.disksim"),
+        "0.0 0 100 8 1\n1.0 0 zz 8 1\n",
+    )
+    .unwrap();
+    let exp = experiment(
+        dir.path(),
+        "[drive]\nmodel = \"cheetah9lp\"\n[workload]\nkind = \"trace\"\n[workload.trace]\npath = \"t.disksim\"\nformat = \"disksim\"\n",
+    );
+    let o = spindle(&["run", &exp]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("t.disksim: line 2"), "{err}");
+}
+
+#[test]
+fn a_trace_replays_with_speedup_and_concatenation() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two devices of 1,000 sectors; device 1 lands after device 0 in the logical data set.
+    let mut t = String::new();
+    for i in 0..200u32 {
+        t.push_str(&format!(
+            "{}.0 {} {} 8 {}\n",
+            i * 20,
+            i % 2,
+            (i * 37) % 992,
+            i % 3 % 2
+        ));
+    }
+    std::fs::write(dir.path().join("t.disksim"), t).unwrap();
+    let body = "[drive]\nmodel = \"cheetah9lp\"\n[workload]\nkind = \"trace\"\n[workload.trace]\npath = \"t.disksim\"\nspeedup = 2.0\n";
+    let exp = experiment(dir.path(), body);
+    let o = spindle(&["run", &exp, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["requests"].as_u64(), Some(200));
+    // 200 arrivals 20 ms apart, replayed twice as fast: a 1.99 s span (plus the last service).
+    let window = v["window_ms"].as_f64().unwrap();
+    assert!((1_990.0..2_030.0).contains(&window), "{window}");
+}
+
+#[test]
+fn drives_list_and_show() {
+    let o = spindle(&["drives", "list"]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    for id in [
+        "st39133lwv",
+        "hp97560",
+        "ibm18es",
+        "cheetah9lp",
+        "atlas10k",
+        "ibm36z15",
+        "t7k250",
+        "exos_x24",
+        "hc580",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(id)),
+            "{id} missing from\n{out}"
+        );
+    }
+    let o = spindle(&["drives", "show", "st39133lwv"]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    assert!(
+        out.contains("10026 rpm") && out.contains("sources of the values"),
+        "{out}"
+    );
+    let o = spindle(&["drives", "show", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn bench_runs_its_three_scenarios() {
+    // A smoke test of the benchmark's plumbing on a small request count; speed is measured by
+    // `spindle bench` itself, never asserted in a test.
+    let o = spindle(&["bench", "--requests", "20000", "--json", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for r in rows {
+        assert_eq!(r["requests"].as_u64(), Some(20000), "{r}");
+    }
+    // Scenario b's arrival rate was chosen for ~70 % utilisation; Poisson sampling over 20,000
+    // requests keeps it within a few points.
+    let util_b = rows[1]["utilization"].as_f64().unwrap();
+    assert!(
+        (0.62..0.78).contains(&util_b),
+        "scenario b utilisation {util_b}"
+    );
+}
