@@ -49,10 +49,15 @@ fn main() {
         Cmd::Bench(args) => bench::run(args, cli.quiet),
     };
     if let Err(err) = result {
-        if err
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-        {
+        // A closed pipe on stdout (`spindle … | head`) is not an error.
+        let pipe = Some(std::io::ErrorKind::BrokenPipe);
+        let broken_pipe = err.chain().any(|e| {
+            e.downcast_ref::<std::io::Error>().map(|e| e.kind()) == pipe
+                || e.downcast_ref::<serde_json::Error>()
+                    .and_then(|e| e.io_error_kind())
+                    == pipe
+        });
+        if broken_pipe {
             std::process::exit(0);
         }
         eprintln!("spindle: {err:#}");

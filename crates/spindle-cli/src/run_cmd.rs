@@ -59,7 +59,7 @@ pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<()> {
     let exp = Experiment::parse(&text, &origin, &args.sets)?;
     let read_file = reader_relative_to(base.as_deref());
     let open_trace = replay::opener(base.as_deref());
-    let bar = progress::bar(None, quiet, "simulating");
+    let bar = progress::bar(Some(0), quiet, "simulating");
     let report = exp.run(&read_file, &open_trace, &mut |i, n, done, total| {
         if let Some(t) = total {
             bar.set_length(t);

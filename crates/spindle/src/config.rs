@@ -556,10 +556,12 @@ impl Experiment {
                             "an open-loop workload needs an arrival rate",
                         )
                     })?;
-                    if !(rate.is_finite() && rate > 0.0) {
-                        return Err(
-                            self.error("workload.rate_iops", format!("must be > 0, got {rate}"))
-                        );
+                    // Below 0.001/s the gaps of a long run overflow 64-bit nanoseconds.
+                    if !(rate.is_finite() && (1e-3..=1e9).contains(&rate)) {
+                        return Err(self.error(
+                            "workload.rate_iops",
+                            format!("must be within 0.001..=1e9 requests per second, got {rate:?}"),
+                        ));
                     }
                     workload_label = format!(
                         "open {rate} IOPS, {:.0}% reads, {size_label}{seq}",
