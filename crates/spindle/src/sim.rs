@@ -6,7 +6,7 @@
 //! trace, any iterator of requests with non-decreasing arrival times). Nothing here reads a
 //! clock or a file; progress is reported through a callback so a CLI can draw a bar.
 
-use crate::array::{Action, Array, Event, HostRequest};
+use crate::array::{Action, Array, Completion, Event, HostRequest};
 use crate::metrics::{Collector, Report};
 use crate::workload::synthetic::Generator;
 use crate::{Nanos, Span};
@@ -61,6 +61,45 @@ pub enum SimError {
     },
 }
 
+/// Pending disk completions, keyed by `(time, insertion order)` so ties resolve the same
+/// way on every run.
+struct DiskEvents {
+    heap: BinaryHeap<Reverse<(Nanos, u64, usize)>>,
+    seq: u64,
+}
+
+impl DiskEvents {
+    fn with_capacity(n: usize) -> DiskEvents {
+        DiskEvents {
+            heap: BinaryHeap::with_capacity(n),
+            seq: 0,
+        }
+    }
+
+    /// Drains the array's actions: disk starts become pending completions; the first host
+    /// completion is returned (the caller may answer it before the array dispatches again).
+    fn pump(&mut self, array: &mut Array) -> Option<Completion> {
+        while let Some(action) = array.poll_action() {
+            match action {
+                Action::DiskBusy { disk, until } => {
+                    self.seq += 1;
+                    self.heap.push(Reverse((until, self.seq, disk)));
+                }
+                Action::Complete(c) => return Some(c),
+            }
+        }
+        None
+    }
+
+    fn peek(&self) -> Option<Nanos> {
+        self.heap.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    fn pop(&mut self) -> Option<(Nanos, usize)> {
+        self.heap.pop().map(|Reverse((t, _, disk))| (t, disk))
+    }
+}
+
 /// Runs `workload` on `array` to completion. `progress(done, total)` is called every 2^14
 /// completions.
 pub fn run(
@@ -74,9 +113,7 @@ pub fn run(
         Workload::Timed { requests, .. } => *requests,
     };
     let mut collector = Collector::new(window.warmup, total, window.cooldown);
-    let mut heap: BinaryHeap<Reverse<(Nanos, u64, usize)>> =
-        BinaryHeap::with_capacity(array.disk_count() * 2);
-    let mut seq = 0u64;
+    let mut events = DiskEvents::with_capacity(array.disk_count() * 2);
     let mut issued = 0u64;
     let mut done = 0u64;
     let capacity = array.capacity_sectors();
@@ -105,6 +142,16 @@ pub fn run(
         }};
     }
 
+    macro_rules! record {
+        ($c:expr) => {{
+            collector.on_complete(&$c);
+            done += 1;
+            if done & 0x3fff == 0 {
+                progress(done, total);
+            }
+        }};
+    }
+
     match workload {
         Workload::Closed {
             mut generator,
@@ -125,33 +172,20 @@ pub fn run(
             }
             // Closed-loop streams: request i belongs to stream i mod Q.
             loop {
-                while let Some(action) = array.poll_action() {
-                    match action {
-                        Action::DiskBusy { disk, until } => {
-                            seq += 1;
-                            heap.push(Reverse((until, seq, disk)));
-                        }
-                        Action::Complete(c) => {
-                            collector.on_complete(&c);
-                            done += 1;
-                            if done & 0x3fff == 0 {
-                                progress(done, Some(requests));
-                            }
-                            if issued < requests {
-                                let stream = (c.id % queue_depth as u64) as usize;
-                                let d = generator.draw(stream);
-                                issue!(HostRequest {
-                                    id: issued,
-                                    op: d.op,
-                                    lba: d.lba,
-                                    sectors: d.sectors,
-                                    arrival: c.done
-                                });
-                            }
-                        }
+                while let Some(c) = events.pump(&mut array) {
+                    record!(c);
+                    if issued < requests {
+                        let d = generator.draw((c.id % queue_depth as u64) as usize);
+                        issue!(HostRequest {
+                            id: issued,
+                            op: d.op,
+                            lba: d.lba,
+                            sectors: d.sectors,
+                            arrival: c.done
+                        });
                     }
                 }
-                let Some(Reverse((t, _, disk))) = heap.pop() else {
+                let Some((t, disk)) = events.pop() else {
                     break;
                 };
                 array.handle(t, Event::DiskDone { disk });
@@ -168,23 +202,11 @@ pub fn run(
             let limit = max_outstanding.unwrap_or(usize::MAX);
             assert!(limit >= 1, "max_outstanding is validated to be >= 1");
             loop {
-                while let Some(action) = array.poll_action() {
-                    match action {
-                        Action::DiskBusy { disk, until } => {
-                            seq += 1;
-                            heap.push(Reverse((until, seq, disk)));
-                        }
-                        Action::Complete(c) => {
-                            collector.on_complete(&c);
-                            done += 1;
-                            if done & 0x3fff == 0 {
-                                progress(done, total);
-                            }
-                        }
-                    }
+                while let Some(c) = events.pump(&mut array) {
+                    record!(c);
                 }
                 // Completions at the same instant as an arrival are handled first.
-                let disk_t = heap.peek().map(|Reverse((t, _, _))| *t);
+                let disk_t = events.peek();
                 let full = array.outstanding() >= limit;
                 let take_arrival = match (&next, disk_t) {
                     (None, None) => break,
@@ -208,7 +230,7 @@ pub fn run(
                     issue!(r);
                     next = arrivals.next().transpose().map_err(SimError::Workload)?;
                 } else {
-                    let Reverse((t, _, disk)) = heap.pop().expect("a disk completion is pending");
+                    let (t, disk) = events.pop().expect("a disk completion is pending");
                     now = t;
                     array.handle(t, Event::DiskDone { disk });
                 }

@@ -345,62 +345,46 @@ impl Geometry {
 
 #[cfg(test)]
 mod tests {
-    use super::super::spec::{DriveSpec, NoiseSpec, SeekSpec, ZoneSpec};
+    use super::super::spec::{test_spec, DriveSpec, ZoneSpec};
     use super::*;
     use proptest::prelude::*;
 
     pub(crate) fn small_spec() -> DriveSpec {
-        DriveSpec {
-            id: "t".into(),
-            name: "test".into(),
-            description: String::new(),
-            estimated: true,
-            rpm: 10_000.0,
-            sector_bytes: 512,
-            surfaces: 3,
-            cylinders: 30,
-            zones: vec![
-                ZoneSpec {
-                    first_cylinder: 0,
-                    last_cylinder: 9,
-                    sectors_per_track: 40,
-                    track_skew: 5.0,
-                    cylinder_skew: 9.0,
-                    skew_unit: SkewUnit::Sectors,
-                    spare_sectors_per_track: 2,
-                    spare_sectors_per_zone: 7,
-                },
-                ZoneSpec {
-                    first_cylinder: 10,
-                    last_cylinder: 19,
-                    sectors_per_track: 32,
-                    track_skew: 0.125,
-                    cylinder_skew: 0.25,
-                    skew_unit: SkewUnit::Revolutions,
-                    spare_sectors_per_track: 0,
-                    spare_sectors_per_zone: 0,
-                },
-                ZoneSpec {
-                    first_cylinder: 20,
-                    last_cylinder: 29,
-                    sectors_per_track: 25,
-                    track_skew: 3.0,
-                    cylinder_skew: 6.0,
-                    skew_unit: SkewUnit::Sectors,
-                    spare_sectors_per_track: 1,
-                    spare_sectors_per_zone: 30,
-                },
-            ],
-            slips: vec![3, 41, 1000, 2500],
-            seek: SeekSpec::Linear { full_ms: 5.0 },
-            head_switch_ms: 0.5,
-            write_settle_ms: 0.1,
-            overhead_read_ms: 0.2,
-            overhead_write_ms: 0.3,
-            noise: NoiseSpec::default(),
-            provenance: Default::default(),
-            sources: Default::default(),
-        }
+        let mut s = test_spec(3, 30, 40);
+        s.zones = vec![
+            ZoneSpec {
+                first_cylinder: 0,
+                last_cylinder: 9,
+                sectors_per_track: 40,
+                track_skew: 5.0,
+                cylinder_skew: 9.0,
+                skew_unit: SkewUnit::Sectors,
+                spare_sectors_per_track: 2,
+                spare_sectors_per_zone: 7,
+            },
+            ZoneSpec {
+                first_cylinder: 10,
+                last_cylinder: 19,
+                sectors_per_track: 32,
+                track_skew: 0.125,
+                cylinder_skew: 0.25,
+                skew_unit: SkewUnit::Revolutions,
+                spare_sectors_per_track: 0,
+                spare_sectors_per_zone: 0,
+            },
+            ZoneSpec {
+                first_cylinder: 20,
+                last_cylinder: 29,
+                sectors_per_track: 25,
+                track_skew: 3.0,
+                cylinder_skew: 6.0,
+                skew_unit: SkewUnit::Sectors,
+                spare_sectors_per_track: 1,
+                spare_sectors_per_zone: 30,
+            },
+        ];
+        s.slips = vec![3, 41, 1000, 2500];
+        s
     }
 
     #[test]

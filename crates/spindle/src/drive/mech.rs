@@ -277,40 +277,20 @@ impl Drive {
 
 #[cfg(test)]
 mod tests {
+    use super::super::spec::test_spec;
     use super::super::spec::*;
     use super::*;
     use rand_pcg::Pcg64Mcg;
 
     fn spec() -> DriveSpec {
-        DriveSpec {
-            id: "t".into(),
-            name: "test".into(),
-            description: String::new(),
-            estimated: true,
-            rpm: 10_000.0,
-            sector_bytes: 512,
-            surfaces: 2,
-            cylinders: 1000,
-            zones: vec![ZoneSpec {
-                first_cylinder: 0,
-                last_cylinder: 999,
-                sectors_per_track: 100,
-                track_skew: 10.0,
-                cylinder_skew: 20.0,
-                skew_unit: SkewUnit::Sectors,
-                spare_sectors_per_track: 0,
-                spare_sectors_per_zone: 0,
-            }],
-            slips: vec![],
-            seek: SeekSpec::Linear { full_ms: 9.99 },
-            head_switch_ms: 0.5,
-            write_settle_ms: 0.7,
-            overhead_read_ms: 1.0,
-            overhead_write_ms: 1.0,
-            noise: NoiseSpec::default(),
-            provenance: Default::default(),
-            sources: Default::default(),
-        }
+        let mut s = test_spec(2, 1000, 100);
+        s.zones[0].track_skew = 10.0;
+        s.zones[0].cylinder_skew = 20.0;
+        s.head_switch_ms = 0.5;
+        s.write_settle_ms = 0.7;
+        s.overhead_read_ms = 1.0;
+        s.overhead_write_ms = 1.0;
+        s
     }
 
     fn no_rng() -> Option<&'static mut Pcg64Mcg> {

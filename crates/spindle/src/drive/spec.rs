@@ -136,3 +136,38 @@ pub struct NoiseSpec {
     #[serde(default)]
     pub rotation_sigma_ms: f64,
 }
+
+/// A plain one-zone drive for unit tests: 10,000 rpm, linear 9.99 ms full seek over
+/// `cylinders`, no skews, spares, overheads or switches unless a test sets them.
+#[cfg(test)]
+pub(crate) fn test_spec(surfaces: u32, cylinders: u32, sectors_per_track: u32) -> DriveSpec {
+    DriveSpec {
+        id: "t".into(),
+        name: "test".into(),
+        description: String::new(),
+        estimated: true,
+        rpm: 10_000.0,
+        sector_bytes: 512,
+        surfaces,
+        cylinders,
+        zones: vec![ZoneSpec {
+            first_cylinder: 0,
+            last_cylinder: cylinders - 1,
+            sectors_per_track,
+            track_skew: 0.0,
+            cylinder_skew: 0.0,
+            skew_unit: SkewUnit::Sectors,
+            spare_sectors_per_track: 0,
+            spare_sectors_per_zone: 0,
+        }],
+        slips: vec![],
+        seek: SeekSpec::Linear { full_ms: 9.99 },
+        head_switch_ms: 0.0,
+        write_settle_ms: 0.0,
+        overhead_read_ms: 0.0,
+        overhead_write_ms: 0.0,
+        noise: NoiseSpec::default(),
+        provenance: BTreeMap::new(),
+        sources: BTreeMap::new(),
+    }
+}

@@ -5,6 +5,24 @@ use crate::drive::{Drive, HeadState};
 use crate::Nanos;
 use std::collections::VecDeque;
 
+/// The methods every policy built on [`Pending`] (a field `q`) shares.
+macro_rules! pending_queue_methods {
+    () => {
+        fn push(&mut self, r: DiskRequest) {
+            self.q.push(r);
+        }
+        fn remove(&mut self, id: u64) -> Option<DiskRequest> {
+            self.q.remove(id)
+        }
+        fn len(&self) -> usize {
+            self.q.reqs.len()
+        }
+        fn stats(&self) -> SchedStats {
+            self.q.stats
+        }
+    };
+}
+
 fn plain(request: DiskRequest) -> Pick {
     Pick {
         request,
@@ -68,9 +86,7 @@ impl Sstf {
 }
 
 impl Scheduler for Sstf {
-    fn push(&mut self, r: DiskRequest) {
-        self.q.push(r);
-    }
+    pending_queue_methods!();
     fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
         if let Some(i) = self.q.overdue(now) {
             return Some(plain(self.q.take(i, true)));
@@ -79,15 +95,6 @@ impl Scheduler for Sstf {
             .q
             .argmin(|r| r.target.chs.cylinder.abs_diff(head.cylinder))?;
         Some(plain(self.q.take(i, false)))
-    }
-    fn remove(&mut self, id: u64) -> Option<DiskRequest> {
-        self.q.remove(id)
-    }
-    fn len(&self) -> usize {
-        self.q.reqs.len()
-    }
-    fn stats(&self) -> SchedStats {
-        self.q.stats
     }
 }
 
@@ -129,9 +136,7 @@ impl Look {
 }
 
 impl Scheduler for Look {
-    fn push(&mut self, r: DiskRequest) {
-        self.q.push(r);
-    }
+    pending_queue_methods!();
     fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
         if let Some(i) = self.q.overdue(now) {
             return Some(plain(self.q.take(i, true)));
@@ -149,15 +154,6 @@ impl Scheduler for Look {
             }
         };
         Some(plain(self.q.take(i, false)))
-    }
-    fn remove(&mut self, id: u64) -> Option<DiskRequest> {
-        self.q.remove(id)
-    }
-    fn len(&self) -> usize {
-        self.q.reqs.len()
-    }
-    fn stats(&self) -> SchedStats {
-        self.q.stats
     }
 }
 
@@ -182,9 +178,7 @@ impl Scan {
 }
 
 impl Scheduler for Scan {
-    fn push(&mut self, r: DiskRequest) {
-        self.q.push(r);
-    }
+    pending_queue_methods!();
     fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
         if let Some(i) = self.q.overdue(now) {
             return Some(plain(self.q.take(i, true)));
@@ -204,15 +198,6 @@ impl Scheduler for Scan {
             via_cylinder: (edge != head.cylinder).then_some(edge),
         })
     }
-    fn remove(&mut self, id: u64) -> Option<DiskRequest> {
-        self.q.remove(id)
-    }
-    fn len(&self) -> usize {
-        self.q.reqs.len()
-    }
-    fn stats(&self) -> SchedStats {
-        self.q.stats
-    }
 }
 
 /// C-LOOK: sweep upwards only; when nothing lies ahead, return to the lowest request.
@@ -228,9 +213,7 @@ impl CLook {
 }
 
 impl Scheduler for CLook {
-    fn push(&mut self, r: DiskRequest) {
-        self.q.push(r);
-    }
+    pending_queue_methods!();
     fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
         if let Some(i) = self.q.overdue(now) {
             return Some(plain(self.q.take(i, true)));
@@ -249,15 +232,6 @@ impl Scheduler for CLook {
         };
         Some(plain(self.q.take(i, false)))
     }
-    fn remove(&mut self, id: u64) -> Option<DiskRequest> {
-        self.q.remove(id)
-    }
-    fn len(&self) -> usize {
-        self.q.reqs.len()
-    }
-    fn stats(&self) -> SchedStats {
-        self.q.stats
-    }
 }
 
 /// Shortest access time first: the smallest predicted overhead + seek + rotational wait,
@@ -274,9 +248,7 @@ impl Satf {
 }
 
 impl Scheduler for Satf {
-    fn push(&mut self, r: DiskRequest) {
-        self.q.push(r);
-    }
+    pending_queue_methods!();
     fn pick(&mut self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<Pick> {
         if let Some(i) = self.q.overdue(now) {
             return Some(plain(self.q.take(i, true)));
@@ -285,14 +257,5 @@ impl Scheduler for Satf {
             .q
             .argmin(|r| drive.position_time(now, head, r.op, &r.target))?;
         Some(plain(self.q.take(i, false)))
-    }
-    fn remove(&mut self, id: u64) -> Option<DiskRequest> {
-        self.q.remove(id)
-    }
-    fn len(&self) -> usize {
-        self.q.reqs.len()
-    }
-    fn stats(&self) -> SchedStats {
-        self.q.stats
     }
 }

@@ -1,39 +1,11 @@
 //! Unit tests of the policies' choices on a small linear-seek drive.
 
 use super::*;
-use crate::drive::{Drive, DriveSpec, NoiseSpec, SeekSpec, SkewUnit, ZoneSpec};
+use crate::drive::spec::test_spec;
+use crate::drive::Drive;
 
 fn drive() -> Drive {
-    Drive::from_spec(&DriveSpec {
-        id: "t".into(),
-        name: "t".into(),
-        description: String::new(),
-        estimated: true,
-        rpm: 10_000.0,
-        sector_bytes: 512,
-        surfaces: 1,
-        cylinders: 1000,
-        zones: vec![ZoneSpec {
-            first_cylinder: 0,
-            last_cylinder: 999,
-            sectors_per_track: 100,
-            track_skew: 0.0,
-            cylinder_skew: 0.0,
-            skew_unit: SkewUnit::Sectors,
-            spare_sectors_per_track: 0,
-            spare_sectors_per_zone: 0,
-        }],
-        slips: vec![],
-        seek: SeekSpec::Linear { full_ms: 9.99 },
-        head_switch_ms: 0.0,
-        write_settle_ms: 0.0,
-        overhead_read_ms: 0.0,
-        overhead_write_ms: 0.0,
-        noise: NoiseSpec::default(),
-        provenance: Default::default(),
-        sources: Default::default(),
-    })
-    .unwrap()
+    Drive::from_spec(&test_spec(1, 1000, 100)).unwrap()
 }
 
 /// A read of sector `sector` on `cylinder` (100 sectors per cylinder), queued at `seq` ns.
