@@ -468,4 +468,25 @@ mod tests {
             prop_assert!(idx < spt);
         }
     }
+
+    proptest! {
+        // Every zone of every library drive: a random LBA inside the zone maps to a physical
+        // sector of that zone and back to itself.
+        #[test]
+        fn round_trip_every_zone_of_every_library_drive(drive in 0usize..64, zone in 0usize..64, frac in 0.0f64..1.0) {
+            let ids: Vec<_> = crate::drive::library::builtin_ids().collect();
+            let id = ids[drive % ids.len()];
+            let spec: DriveSpec = toml::from_str(crate::drive::library::builtin_spec(id).unwrap()).unwrap();
+            let g = Geometry::new(&spec).unwrap();
+            let z = &g.zones[zone % g.zones.len()];
+            let slot = z.first_slot + ((z.slots - 1) as f64 * frac) as u64;
+            let chs = g.slot_to_chs(slot);
+            prop_assert!(chs.cylinder >= z.first_cylinder && chs.cylinder <= z.last_cylinder, "{id}: {chs:?}");
+            // No slips in the library: a slot is an LBA.
+            let lba = g.chs_to_lba(chs).unwrap();
+            prop_assert_eq!(g.lba_to_chs(lba), chs, "{}", id);
+            prop_assert_eq!(lba, slot);
+        }
+    }
+
 }
