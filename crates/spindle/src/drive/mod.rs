@@ -5,7 +5,9 @@
 //! disk of an array; per-disk state (head position, rotational phase, noise RNG) lives with
 //! the disk.
 
+pub mod cache_spec;
 pub mod geometry;
+pub mod layout_spec;
 pub mod library;
 pub mod mech;
 pub mod seek;
@@ -14,6 +16,8 @@ pub mod spec;
 pub use geometry::{Chs, Geometry};
 pub use mech::{Access, Drive, HeadState, Target, Transfer};
 pub use seek::SeekCurve;
+pub use cache_spec::{CacheSpec, ExtraWriteDisconnect};
+pub use layout_spec::LayoutSpec;
 pub use spec::{DriveSpec, NoiseSpec, SeekSpec, SkewUnit, ZoneSpec};
 
 /// A drive file that cannot be used, naming the offending key.

@@ -5,6 +5,8 @@
 //! (`[provenance]`). Units are in the field names: `_ms` milliseconds, `_sectors` sectors.
 //! Validation turns a `DriveSpec` into the checked, integer-nanosecond [`super::Drive`].
 
+use super::cache_spec::CacheSpec;
+use super::layout_spec::LayoutSpec;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -47,6 +49,12 @@ pub struct DriveSpec {
     /// Optional seeded noise on seek and rotation (dissertation 3.5.1).
     #[serde(default)]
     pub noise: NoiseSpec,
+    /// DiskSim-exact layout details (sparing schemes, defects, …); absent for plain drives.
+    #[serde(default, skip_serializing_if = "LayoutSpec::is_default")]
+    pub layout: LayoutSpec,
+    /// The on-disk buffer and interface; absent: no buffer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheSpec>,
     /// Where every value came from: dotted field name → citation (e.g. `"rpm" = "DiskSim
     /// cheetah9LP.model (measured)"`).
     #[serde(default)]
@@ -167,6 +175,8 @@ pub(crate) fn test_spec(surfaces: u32, cylinders: u32, sectors_per_track: u32) -
         overhead_read_ms: 0.0,
         overhead_write_ms: 0.0,
         noise: NoiseSpec::default(),
+        layout: LayoutSpec::default(),
+        cache: None,
         provenance: BTreeMap::new(),
         sources: BTreeMap::new(),
     }
