@@ -9,6 +9,7 @@ mod progress;
 mod replay;
 mod run_cmd;
 mod trace_cmd;
+mod validate_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -38,6 +39,8 @@ enum Cmd {
     Trace(trace_cmd::TraceCmd),
     /// Measure the simulator's speed and memory on the standard scenarios.
     Bench(bench::BenchArgs),
+    /// Replay real drives' measured traces and score the model against them.
+    Validate(validate_cmd::ValidateArgs),
 }
 
 fn main() {
@@ -47,6 +50,7 @@ fn main() {
         Cmd::Drives(cmd) => drives_cmd::run(cmd),
         Cmd::Trace(cmd) => trace_cmd::run(cmd, cli.quiet),
         Cmd::Bench(args) => bench::run(args, cli.quiet),
+        Cmd::Validate(args) => validate_cmd::run(args, cli.quiet),
     };
     if let Err(err) = result {
         // A closed pipe on stdout (`spindle … | head`) is not an error.

@@ -6,6 +6,7 @@
 //! the disk.
 
 pub mod cache_spec;
+pub mod disksim;
 pub mod geometry;
 pub mod layout_spec;
 pub mod library;
