@@ -1,4 +1,5 @@
-//! `spindle drives list|show NAME`: the built-in drive library.
+//! `spindle drives list|show NAME|import FILE.parv`: the built-in drive library, and DiskSim
+//! 4.0 models turned into drive files.
 
 use anyhow::Context;
 use clap::Subcommand;
@@ -16,11 +17,26 @@ pub enum DrivesCmd {
         /// A drive id from `spindle drives list`.
         name: String,
     },
+    /// Convert a DiskSim 4.0 model (`.parv` and the files it sources) into a drive file, with
+    /// the DiskSim file and parameter of every value in [provenance].
+    Import {
+        /// The DiskSim `.parv` file.
+        file: std::path::PathBuf,
+        /// Write the drive file here (atomically) instead of to stdout.
+        #[arg(short, long)]
+        output: Option<std::path::PathBuf>,
+    },
 }
 
 pub fn run(cmd: DrivesCmd) -> anyhow::Result<()> {
     let mut out = String::new();
     match cmd {
+        DrivesCmd::Import { file, output } => {
+            out = import(&file)?;
+            if let Some(path) = output {
+                return write_atomically(&path, &out);
+            }
+        }
         DrivesCmd::List => {
             let _ = writeln!(
                 out,
@@ -124,6 +140,46 @@ pub fn run(cmd: DrivesCmd) -> anyhow::Result<()> {
     }
     std::io::stdout().lock().write_all(out.as_bytes())?;
     Ok(())
+}
+
+/// The drive file text for a DiskSim `.parv`, checked to load as a drive.
+fn import(file: &std::path::Path) -> anyhow::Result<String> {
+    let path = file
+        .to_str()
+        .with_context(|| format!("{}: the path is not UTF-8", file.display()))?;
+    let read = |p: &str| std::fs::read_to_string(p).map_err(|e| e.to_string());
+    let spec = spindle::drive::disksim::import_parv(path, &read)?;
+    let body = toml::to_string(&spec).context("serialising the drive file")?;
+    spindle::drive::parse_drive(&body)
+        .with_context(|| format!("{path}: the imported drive does not validate"))?;
+    Ok(format!(
+        "# {}\n# Imported by `spindle drives import {path}`; every value is cited in [provenance].\n\n{body}",
+        spec.name
+    ))
+}
+
+/// Writes `text` to `path` through a temporary file in the same directory and a rename, so
+/// a failure leaves no half-written file.
+fn write_atomically(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .with_context(|| format!("{}: not a file name", path.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .with_context(|| format!("writing {}", path.display()));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 fn truncate(s: &str, n: usize) -> String {

@@ -59,14 +59,20 @@ pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<()> {
     let exp = Experiment::parse(&text, &origin, &args.sets)?;
     let read_file = reader_relative_to(base.as_deref());
     let open_trace = replay::opener(base.as_deref());
+    let open_validate = crate::validate_cmd::opener(base.as_deref());
     let bar = progress::bar(Some(0), quiet, "simulating");
-    let report = exp.run(&read_file, &open_trace, &mut |i, n, done, total| {
-        if let Some(t) = total {
-            bar.set_length(t);
-        }
-        bar.set_position(done);
-        bar.set_message(format!("simulating {}/{}", i + 1, n));
-    })?;
+    let report = exp.run_with(
+        &read_file,
+        &open_trace,
+        &open_validate,
+        &mut |i, n, done, total| {
+            if let Some(t) = total {
+                bar.set_length(t);
+            }
+            bar.set_position(done);
+            bar.set_message(format!("simulating {}/{}", i + 1, n));
+        },
+    )?;
     bar.finish_and_clear();
     let out = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"

@@ -1,10 +1,407 @@
 //! `spindle validate DIR | --all DIR`: replay real drives' measured traces and score the model.
+//!
+//! A drive directory holds `<drive>.trace` (DiskSim validate format), the DiskSim model
+//! `<drive>.parv` and, optionally, DiskSim's own CDF `cdf_measured_vs_disksim.csv` (its rms is
+//! computed from that file, never typed in). The replay and the score are the core's
+//! (`spindle::validate`); this file finds the files, picks the drive model, prints, and writes
+//! the CDF CSV and SVG plot of each drive (`--out`), each file atomically, after every drive
+//! has run.
+//!
+//! The model: `--drive` when given (a built-in id, a drive TOML file or a `.parv` file);
+//! otherwise the directory's `.parv` through the DiskSim import. When that import fails, the
+//! failure is reported on stderr and the built-in drive of the same name (the directory name in
+//! lower case) is used instead, marked with `*` in the table and `model_note` in JSON.
 
+use crate::progress;
+use anyhow::{anyhow, bail, Context};
 use clap::Args;
+use serde::Serialize;
+use spindle::config::{resolve_drive, ValidateSpec};
+use spindle::drive::{disksim::import_parv, library, Drive};
+use spindle::sim::ReplayRequests;
+use spindle::validate::{
+    self, plot, ClassMeans, DiskSimCdfs, ValidateReader, ValidateTraceError, Validation,
+};
+use spindle::workload::trace;
+use std::fmt::Write as _;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Args)]
-pub struct ValidateArgs {}
+pub struct ValidateArgs {
+    /// A drive directory (`<drive>.trace`, `<drive>.parv`); with --all, a folder of them.
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+    /// Validate every subdirectory of DIR that holds a `.trace` file.
+    #[arg(long)]
+    all: bool,
+    /// The drive model: a built-in id, a drive file (TOML) or a DiskSim `.parv` file.
+    /// Default: the directory's `.parv`.
+    #[arg(long, value_name = "ID_OR_FILE", conflicts_with = "all")]
+    drive: Option<String>,
+    /// Write each drive's CDF (`<drive>.cdf.csv`) and plot (`<drive>.cdf.svg`) here.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Print one JSON object per drive (one per line).
+    #[arg(long)]
+    json: bool,
+}
 
-pub fn run(_args: ValidateArgs, _quiet: bool) -> anyhow::Result<()> {
-    anyhow::bail!("validate is not built yet")
+/// One drive's result, as printed with `--json`.
+#[derive(Serialize)]
+struct DriveResult {
+    drive: String,
+    /// The drive model replayed on.
+    model: String,
+    /// Why the model is not the directory's `.parv` (absent when it is, or when --drive chose).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_note: Option<String>,
+    requests: u64,
+    measured_mean_ms: f64,
+    simulated_mean_ms: f64,
+    mean_error_pct: f64,
+    rms_ms: f64,
+    /// DiskSim 4.0's rms on the same trace, from its published CDF (null when absent).
+    disksim_rms_ms: Option<f64>,
+    mean_abs_diff_ms: f64,
+    reads: ClassMeans,
+    writes: ClassMeans,
+}
+
+struct Done {
+    result: DriveResult,
+    validation: Validation,
+    disksim: Option<DiskSimCdfs>,
+}
+
+/// Files of `dir` whose name ends with `.ext`, sorted.
+fn files_with(dir: &Path, ext: &str) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).with_context(|| format!("{}", dir.display()))? {
+        let p = e.with_context(|| format!("{}", dir.display()))?.path();
+        if p.is_file() && p.extension().is_some_and(|x| x == ext) {
+            out.push(p);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn dir_name(dir: &Path) -> String {
+    dir.canonicalize()
+        .ok()
+        .as_deref()
+        .unwrap_or(dir)
+        .file_name()
+        .map_or_else(
+            || dir.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+}
+
+fn open_input(path: &Path) -> Result<Box<dyn BufRead>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (_, input) = trace::decompress(std::io::BufReader::with_capacity(1 << 16, file))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(input)
+}
+
+/// Reads `path` and counts its records, stopping at the first bad line.
+fn count_records(path: &Path) -> Result<u64, String> {
+    let mut n = 0u64;
+    for r in ValidateReader::new(open_input(path)?) {
+        r.map_err(|e| format!("{}: {e}", path.display()))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Imports a DiskSim `.parv` (includes resolved beside it).
+fn import(parv: &Path) -> Result<Drive, String> {
+    let base = parv.parent().map(Path::to_path_buf).unwrap_or_default();
+    let read = move |name: &str| -> Result<String, String> {
+        let p = Path::new(name);
+        let p = if p.is_absolute() || p.exists() {
+            p.to_path_buf()
+        } else {
+            base.join(p)
+        };
+        std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let spec = import_parv(&parv.display().to_string(), &read).map_err(|e| e.to_string())?;
+    Drive::from_spec(&spec).map_err(|e| format!("{}: {e}", parv.display()))
+}
+
+/// The model for `dir`: (drive, description, note when it is a fallback).
+fn pick_model(
+    dir: &Path,
+    name: &str,
+    choice: Option<&str>,
+    quiet_warn: &dyn Fn(&str),
+) -> anyhow::Result<(Drive, String, Option<String>)> {
+    if let Some(m) = choice {
+        if m.ends_with(".parv") {
+            let d = import(Path::new(m))
+                .map_err(|e| anyhow!("--drive {m}: the DiskSim import failed: {e}"))?;
+            return Ok((d, m.to_string(), None));
+        }
+        let read = crate::run_cmd::reader_relative_to(None);
+        let d = resolve_drive(m, &read).map_err(|e| anyhow!("--drive {m}: {e}"))?;
+        let what = if library::builtin_spec(m).is_some() {
+            format!("built-in {m}")
+        } else {
+            m.to_string()
+        };
+        return Ok((d, what, None));
+    }
+    let parvs = files_with(dir, "parv")?;
+    let failure = match parvs.as_slice() {
+        [parv] => match import(parv) {
+            Ok(d) => {
+                let file = parv.file_name().map(|f| f.to_string_lossy().into_owned());
+                return Ok((d, file.unwrap_or_default(), None));
+            }
+            Err(e) => format!("the DiskSim import of its .parv failed: {e}"),
+        },
+        [] => "it has no .parv file".to_string(),
+        _ => "it has several .parv files".to_string(),
+    };
+    let id = name.to_ascii_lowercase();
+    if library::builtin_spec(&id).is_none() {
+        bail!(
+            "{}: {failure}; no built-in drive is named {id:?} either (use --drive)",
+            dir.display()
+        );
+    }
+    quiet_warn(&format!(
+        "warning: {name}: {failure}; using the built-in drive {id} instead (choose with --drive)"
+    ));
+    let d = resolve_drive(&id, &|p: &str| Err(format!("{p}: not read")))
+        .map_err(|e| anyhow!("built-in drive {id}: {e}"))?;
+    Ok((d, format!("built-in {id}"), Some(failure)))
+}
+
+fn validate_dir(dir: &Path, choice: Option<&str>, warn: &dyn Fn(&str)) -> anyhow::Result<Done> {
+    let name = dir_name(dir);
+    let traces = files_with(dir, "trace")?;
+    let trace_path = match traces.as_slice() {
+        [t] => t.clone(),
+        [] => bail!("{}: no .trace file (expected <drive>.trace)", dir.display()),
+        _ => bail!(
+            "{}: several .trace files; keep one per directory",
+            dir.display()
+        ),
+    };
+    let (drive, model, model_note) = pick_model(dir, &name, choice, warn)?;
+    let count = count_records(&trace_path).map_err(|e| anyhow!(e))?;
+    let shown = trace_path.display().to_string();
+    let records = ValidateReader::new(open_input(&trace_path).map_err(|e| anyhow!(e))?);
+    let v = validate::replay(Arc::new(drive), records, Some(count), &mut |_, _| {})
+        .with_context(|| format!("{shown} on {model}"))?;
+    let csv = dir.join("cdf_measured_vs_disksim.csv");
+    let disksim = if csv.exists() {
+        let text = std::fs::read_to_string(&csv).with_context(|| format!("{}", csv.display()))?;
+        Some(DiskSimCdfs::parse_csv(&text).map_err(|e| anyhow!("{}: {e}", csv.display()))?)
+    } else {
+        None
+    };
+    let result = DriveResult {
+        drive: name,
+        model,
+        model_note,
+        requests: v.requests,
+        measured_mean_ms: v.measured_mean_ms,
+        simulated_mean_ms: v.simulated_mean_ms,
+        mean_error_pct: v.mean_error_pct(),
+        rms_ms: v.rms_ms,
+        disksim_rms_ms: disksim.as_ref().map(DiskSimCdfs::rms_ms),
+        mean_abs_diff_ms: v.mean_abs_diff_ms,
+        reads: v.reads.clone(),
+        writes: v.writes.clone(),
+    };
+    Ok(Done {
+        result,
+        validation: v,
+        disksim,
+    })
+}
+
+/// The drive directories under `root`: subdirectories holding a `.trace` file, sorted.
+fn drive_dirs(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut dirs = Vec::new();
+    for e in std::fs::read_dir(root).with_context(|| format!("{}", root.display()))? {
+        let p = e.with_context(|| format!("{}", root.display()))?.path();
+        if p.is_dir() && !files_with(&p, "trace")?.is_empty() {
+            dirs.push(p);
+        }
+    }
+    dirs.sort();
+    if dirs.is_empty() {
+        bail!("{}: no subdirectory holds a .trace file", root.display());
+    }
+    Ok(dirs)
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same folder and a rename.
+fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension(format!(
+        "{}.tmp{}",
+        path.extension()
+            .map(|e| e.to_string_lossy())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow!("{}: {e}", path.display())
+    })
+}
+
+fn svg(d: &Done) -> String {
+    let r = &d.result;
+    let measured = d.validation.measured_cdf();
+    let simulated = d.validation.simulated_cdf();
+    let mut curves = vec![
+        plot::Curve {
+            label: format!("measured ({} requests)", r.requests),
+            cdf: &measured,
+            color: "#222222",
+            dashed: false,
+        },
+        plot::Curve {
+            label: format!("spindle, rms {:.3} ms", r.rms_ms),
+            cdf: &simulated,
+            color: "#1f77b4",
+            dashed: false,
+        },
+    ];
+    if let Some(ds) = &d.disksim {
+        curves.push(plot::Curve {
+            label: format!("DiskSim 4.0, rms {:.3} ms", ds.rms_ms()),
+            cdf: &ds.disksim,
+            color: "#ff7f0e",
+            dashed: true,
+        });
+    }
+    plot::cdf_svg(
+        &format!("{}: service-time CDF ({})", r.drive, r.model),
+        &curves,
+    )
+}
+
+fn table(done: &[Done]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<12} {:<22} {:>8} {:>12} {:>12} {:>8} {:>8} {:>12}",
+        "drive",
+        "model",
+        "requests",
+        "measured ms",
+        "simulated ms",
+        "error",
+        "rms ms",
+        "DiskSim rms"
+    );
+    for d in done {
+        let r = &d.result;
+        let model = format!(
+            "{}{}",
+            r.model,
+            if r.model_note.is_some() { "*" } else { "" }
+        );
+        let disksim = r
+            .disksim_rms_ms
+            .map_or_else(|| "-".to_string(), |x| format!("{x:.3}"));
+        let _ = writeln!(
+            s,
+            "{:<12} {:<22} {:>8} {:>12.3} {:>12.3} {:>+7.1}% {:>8.3} {:>12}",
+            r.drive,
+            model,
+            r.requests,
+            r.measured_mean_ms,
+            r.simulated_mean_ms,
+            r.mean_error_pct,
+            r.rms_ms,
+            disksim
+        );
+    }
+    if done.iter().any(|d| d.result.model_note.is_some()) {
+        s.push_str("* the directory's .parv could not be imported; the built-in drive of the same name was used\n");
+    }
+    s.push_str("(means are per request; rms = DiskSim's demerit figure, rms horizontal distance between the service-time CDFs)\n");
+    s
+}
+
+pub fn run(args: ValidateArgs, quiet: bool) -> anyhow::Result<()> {
+    let dirs = if args.all {
+        drive_dirs(&args.dir)?
+    } else {
+        vec![args.dir.clone()]
+    };
+    let bar = progress::bar(Some(dirs.len() as u64), quiet, "validating");
+    let warn = |m: &str| bar.suspend(|| eprintln!("{m}"));
+    let mut done = Vec::with_capacity(dirs.len());
+    for dir in &dirs {
+        bar.set_message(format!("validating {}", dir_name(dir)));
+        done.push(validate_dir(dir, args.drive.as_deref(), &warn)?);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    // Every drive ran: only now write the files.
+    if let Some(out) = &args.out {
+        std::fs::create_dir_all(out).with_context(|| format!("{}", out.display()))?;
+        for d in &done {
+            let stem = &d.result.drive;
+            write_atomic(
+                &out.join(format!("{stem}.cdf.csv")),
+                d.validation.cdf_csv().as_bytes(),
+            )?;
+            write_atomic(&out.join(format!("{stem}.cdf.svg")), svg(d).as_bytes())?;
+        }
+    }
+    let mut text = String::new();
+    if args.json {
+        for d in &done {
+            text.push_str(&serde_json::to_string(&d.result)?);
+            text.push('\n');
+        }
+    } else {
+        text = table(&done);
+    }
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// The opener `spindle run` hands to the core for `kind = "validate"` workloads: paths are
+/// relative to `base` (the experiment file's folder) first. The trace is read twice: a first
+/// pass counts the requests and reports a bad line before anything runs.
+pub fn opener(
+    base: Option<&Path>,
+) -> impl Fn(&ValidateSpec, u32) -> Result<(ReplayRequests<'static>, Option<u64>), String> + '_ {
+    move |spec: &ValidateSpec, sector_bytes: u32| {
+        let p = Path::new(&spec.path);
+        let path = match base {
+            Some(dir) if p.is_relative() && dir.join(p).exists() => dir.join(p),
+            _ => p.to_path_buf(),
+        };
+        let count = count_records(&path)?;
+        if count == 0 {
+            return Err(format!("{}: no requests to replay", path.display()));
+        }
+        let shown = path.display().to_string();
+        let requests: ReplayRequests<'static> =
+            Box::new(ValidateReader::new(open_input(&path)?).map(move |r| {
+                r.map(|r| r.replay_request(sector_bytes))
+                    .map_err(|e: ValidateTraceError| format!("{shown}: {e}"))
+            }));
+        Ok((requests, Some(count)))
+    }
 }

@@ -14,7 +14,7 @@
 //! Layout (this stage): JBOD — the logical address space is the disks' spaces concatenated;
 //! a request crossing a disk boundary is split and answered when its last part completes.
 
-use crate::drive::{Access, Drive, HeadState, Transfer};
+use crate::drive::{Access, Controller, Drive, HeadState, Transfer};
 use crate::sched::{DiskRequest, Policy, SchedStats, Scheduler};
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
@@ -98,6 +98,8 @@ struct InFlight {
 
 struct Disk {
     head: HeadState,
+    /// The drive's own buffer and controller (a pass-through for drives without a cache).
+    ctl: Controller,
     sched: Box<dyn Scheduler>,
     busy: Option<InFlight>,
     rng: Pcg64Mcg,
@@ -145,12 +147,14 @@ impl Array {
                 } else {
                     0
                 };
+                let head = HeadState {
+                    cylinder: 0,
+                    head: 0,
+                    phase_ns,
+                };
                 Disk {
-                    head: HeadState {
-                        cylinder: 0,
-                        head: 0,
-                        phase_ns,
-                    },
+                    head,
+                    ctl: Controller::new(&drive, head),
                     sched: cfg
                         .policy
                         .build(cfg.age_bound, drive.geometry().cylinders()),
@@ -302,9 +306,19 @@ impl Array {
             lba: r.lba,
             sectors: r.sectors,
         };
-        let access = self
-            .drive
-            .access(now, &d.head, xfer, pick.via_cylinder, rng);
+        let access = if self.drive.cache().is_some() {
+            // The drive's controller serves it: buffer hits, read-ahead, write-back.
+            let svc = d.ctl.serve(&self.drive, now, xfer, rng);
+            let head = d.ctl.head();
+            Access {
+                end_cylinder: head.cylinder,
+                end_head: head.head,
+                ..svc.access
+            }
+        } else {
+            self.drive
+                .access(now, &d.head, xfer, pick.via_cylinder, rng)
+        };
         let until = access.end;
         d.busy = Some(InFlight {
             slot: usize::try_from(r.id).expect("slot fits usize"),

@@ -9,7 +9,7 @@ use crate::array::{Array, ArrayConfig, HostRequest};
 use crate::drive::{builtin_drive, parse_drive, Drive};
 use crate::metrics::Report;
 use crate::sched::Policy;
-use crate::sim::{self, Arrivals, SimError, Window, Workload};
+use crate::sim::{self, Arrivals, ReplayRequests, SimError, Window, Workload};
 use crate::workload::synthetic::{Generator, Mix, Poisson};
 use crate::Span;
 use serde::Deserialize;
@@ -103,6 +103,8 @@ pub enum WorkloadKind {
     Closed,
     Open,
     Trace,
+    /// A DiskSim validate trace replayed closed-loop with its think times.
+    Validate,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -130,6 +132,8 @@ pub struct WorkloadSpec {
     pub rate_iops: Option<f64>,
     #[serde(default)]
     pub trace: Option<TraceSpec>,
+    #[serde(default)]
+    pub validate: Option<ValidateSpec>,
 }
 
 fn one_f64() -> f64 {
@@ -168,6 +172,15 @@ pub struct TraceSpec {
     /// arriving when it is full wait at the host and their latency counts from issue.
     #[serde(default)]
     pub max_outstanding: Option<u32>,
+}
+
+/// `kind = "validate"`: a DiskSim validate trace (`R|W Hit|Miss|Doub|Trip lbn nsectors
+/// measured_us think_us`) replayed closed-loop with one request outstanding, each request
+/// issued its predecessor's think time after the predecessor completes.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidateSpec {
+    pub path: String,
 }
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -419,10 +432,25 @@ pub type ReadFile<'a> = &'a dyn Fn(&str) -> Result<Vec<u8>, String>;
 pub type OpenTrace<'a> =
     &'a dyn Fn(&TraceSpec, u32, u32, u64) -> Result<(Arrivals<'static>, Option<u64>), String>;
 
+/// A validate-trace opener (the CLI provides it): the spec and the drive's sector size give
+/// the replay's requests and their count when known.
+pub type OpenValidate<'a> =
+    &'a dyn Fn(&ValidateSpec, u32) -> Result<(ReplayRequests<'static>, Option<u64>), String>;
+
 /// Resolves `drive.model`: a built-in id, else a drive file path.
 pub fn resolve_drive(model: &str, read_file: ReadFile<'_>) -> Result<Drive, String> {
     if crate::drive::library::builtin_spec(model).is_some() {
         return builtin_drive(model).map_err(|e| format!("built-in drive {model}: {e}"));
+    }
+    if model.ends_with(".parv") {
+        // A DiskSim 4.0 model: its `source` includes are read beside the .parv (the importer
+        // joins each name to the including file's directory).
+        let read = |p: &str| -> Result<String, String> {
+            let bytes = read_file(p)?;
+            String::from_utf8(bytes).map_err(|_| format!("{p}: not UTF-8 text"))
+        };
+        let spec = crate::drive::disksim::import_parv(model, &read).map_err(|e| e.to_string())?;
+        return Drive::from_spec(&spec).map_err(|e| format!("{model}: {e}"));
     }
     if model.ends_with(".toml") || model.contains('/') {
         let bytes = read_file(model)?;
@@ -436,18 +464,35 @@ pub fn resolve_drive(model: &str, read_file: ReadFile<'_>) -> Result<Drive, Stri
 
 impl Experiment {
     /// Validates and runs every variant; the first is the report, the rest its `compare`.
+    /// A `kind = "validate"` workload needs [`Experiment::run_with`].
     pub fn run(
         &self,
         read_file: ReadFile<'_>,
         open_trace: OpenTrace<'_>,
         progress: &mut dyn FnMut(usize, usize, u64, Option<u64>),
     ) -> Result<Report, ConfigError> {
+        let no_validate =
+            |_: &ValidateSpec, _: u32| -> Result<(ReplayRequests<'static>, Option<u64>), String> {
+                Err("this driver cannot open validate traces".into())
+            };
+        self.run_with(read_file, open_trace, &no_validate, progress)
+    }
+
+    /// [`Experiment::run`] with an opener for `kind = "validate"` traces too.
+    pub fn run_with(
+        &self,
+        read_file: ReadFile<'_>,
+        open_trace: OpenTrace<'_>,
+        open_validate: OpenValidate<'_>,
+        progress: &mut dyn FnMut(usize, usize, u64, Option<u64>),
+    ) -> Result<Report, ConfigError> {
         let variants = self.variants()?;
         let count = variants.len();
         let mut reports = Vec::with_capacity(count);
         for (i, (label, exp)) in variants.into_iter().enumerate() {
-            let mut report =
-                exp.run_one(read_file, open_trace, &mut |d, t| progress(i, count, d, t))?;
+            let mut report = exp.run_one(read_file, open_trace, open_validate, &mut |d, t| {
+                progress(i, count, d, t)
+            })?;
             report.label = label;
             reports.push(report);
         }
@@ -460,6 +505,7 @@ impl Experiment {
         &self,
         read_file: ReadFile<'_>,
         open_trace: OpenTrace<'_>,
+        open_validate: OpenValidate<'_>,
         progress: &mut dyn FnMut(u64, Option<u64>),
     ) -> Result<Report, ConfigError> {
         let s = &self.spec;
@@ -502,7 +548,7 @@ impl Experiment {
         let capacity_bytes = array.capacity_sectors() * sector_bytes;
         let w = &s.workload;
         let r = &s.run;
-        let synthetic = w.kind != WorkloadKind::Trace;
+        let synthetic = !matches!(w.kind, WorkloadKind::Trace | WorkloadKind::Validate);
         if synthetic && r.requests == 0 {
             return Err(self.error("run.requests", "must be >= 1, got 0"));
         }
@@ -624,10 +670,33 @@ impl Experiment {
                     max_outstanding,
                 }
             }
+            WorkloadKind::Validate => {
+                let v = w.validate.as_ref().ok_or_else(|| {
+                    self.error(
+                        "workload.validate",
+                        "a validate workload needs [workload.validate] with a path",
+                    )
+                })?;
+                let (requests, count) = open_validate(v, drive.geometry().sector_bytes())
+                    .map_err(|m| self.error("workload.validate.path", m))?;
+                if cooldown > 0 && count.is_none() {
+                    return Err(self.error(
+                        "run.cooldown_requests",
+                        "a cool-down needs the trace's request count",
+                    ));
+                }
+                workload_label = format!("validate trace {} (closed loop, think times)", v.path);
+                Workload::Replay { requests, count }
+            }
+        };
+        let trace_key = if w.kind == WorkloadKind::Validate {
+            "workload.validate.path"
+        } else {
+            "workload.trace.path"
         };
         let mut report = sim::run(array, workload, Window { warmup, cooldown }, progress).map_err(
             |e| match e {
-                SimError::Workload(m) => self.error("workload.trace.path", m),
+                SimError::Workload(m) => self.error(trace_key, m),
                 other => self.error("workload", other.to_string()),
             },
         )?;

@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod sched;
 pub mod sim;
 pub mod time;
+pub mod validate;
 pub mod workload;
 
 pub use time::{Nanos, Span};

@@ -1,20 +1,37 @@
 //! The virtual-time driver: an event heap keyed by `(Nanos, seq)` drives the [`Array`] state
 //! machine with a workload, and a [`Collector`] measures the result.
 //!
-//! Workloads come in two shapes: a closed loop (Q requests outstanding; each completion
-//! issues the next request at the completion instant) and timed arrivals (Poisson or a
-//! trace, any iterator of requests with non-decreasing arrival times). Nothing here reads a
-//! clock or a file; progress is reported through a callback so a CLI can draw a bar.
+//! Workloads come in three shapes: a closed loop (Q requests outstanding; each completion
+//! issues the next request at the completion instant), timed arrivals (Poisson or a
+//! trace, any iterator of requests with non-decreasing arrival times) and a closed-loop
+//! replay with think times (one request outstanding; the next is issued its predecessor's
+//! think time after the predecessor completes, as DiskSim's validate mode does). Nothing
+//! here reads a clock or a file; progress is reported through a callback so a CLI can draw
+//! a bar, and [`run_observed`] hands every completion to a second callback.
 
 use crate::array::{Action, Array, Completion, Event, HostRequest};
 use crate::metrics::{Collector, Report};
 use crate::workload::synthetic::Generator;
-use crate::{Nanos, Span};
+use crate::{Nanos, Op, Span};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// A request stream with its own arrival times.
 pub type Arrivals<'a> = Box<dyn Iterator<Item = Result<HostRequest, String>> + 'a>;
+
+/// One request of a closed-loop replay ([`Workload::Replay`]): what to issue, and how long
+/// the host waits after it completes before issuing the next one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ReplayRequest {
+    pub op: Op,
+    pub lba: u64,
+    pub sectors: u32,
+    /// Idle time between this request's completion and the next request's issue.
+    pub think: Span,
+}
+
+/// A closed-loop replay's request stream, in issue order.
+pub type ReplayRequests<'a> = Box<dyn Iterator<Item = Result<ReplayRequest, String>> + 'a>;
 
 pub enum Workload<'a> {
     /// Iometer style: `queue_depth` requests outstanding until `requests` have been issued.
@@ -31,6 +48,13 @@ pub enum Workload<'a> {
         arrivals: Arrivals<'a>,
         requests: Option<u64>,
         max_outstanding: Option<usize>,
+    },
+    /// A closed-loop replay with one request outstanding (DiskSim's validate mode): the
+    /// first request is issued at t = 0, request i+1 at (completion of i) + `think` of i.
+    /// `count` is the number of requests when known (progress, cool-down window).
+    Replay {
+        requests: ReplayRequests<'a>,
+        count: Option<u64>,
     },
 }
 
@@ -103,14 +127,27 @@ impl DiskEvents {
 /// Runs `workload` on `array` to completion. `progress(done, total)` is called every 2^14
 /// completions.
 pub fn run(
-    mut array: Array,
+    array: Array,
     workload: Workload<'_>,
     window: Window,
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<Report, SimError> {
+    run_observed(array, workload, window, progress, &mut |_| {})
+}
+
+/// [`run`], also handing every host completion (warm-up and cool-down included) to
+/// `on_complete` in completion order: `c.latency()` is the request's issue-to-completion time.
+pub fn run_observed(
+    mut array: Array,
+    workload: Workload<'_>,
+    window: Window,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+    on_complete: &mut dyn FnMut(&Completion),
+) -> Result<Report, SimError> {
     let total = match &workload {
         Workload::Closed { requests, .. } => Some(*requests),
         Workload::Timed { requests, .. } => *requests,
+        Workload::Replay { count, .. } => *count,
     };
     let mut collector = Collector::new(window.warmup, total, window.cooldown);
     let mut events = DiskEvents::with_capacity(array.disk_count() * 2);
@@ -145,6 +182,7 @@ pub fn run(
     macro_rules! record {
         ($c:expr) => {{
             collector.on_complete(&$c);
+            on_complete(&$c);
             done += 1;
             if done & 0x3fff == 0 {
                 progress(done, total);
@@ -235,6 +273,56 @@ pub fn run(
                     array.handle(t, Event::DiskDone { disk });
                 }
             }
+        }
+        Workload::Replay { mut requests, .. } => {
+            // `next_at`: when the next request is due (None while one is outstanding);
+            // `think`: the outstanding request's think time.
+            let mut next_at = Some(Nanos::ZERO);
+            let mut think = Span::ZERO;
+            let mut outstanding: Option<u64> = None;
+            loop {
+                while let Some(c) = events.pump(&mut array) {
+                    if outstanding == Some(c.id) {
+                        outstanding = None;
+                        next_at = Some(c.done + think);
+                    }
+                    record!(c);
+                }
+                // Disk events at the instant the next request is due are handled first (a
+                // drive may keep working after it answered, e.g. a buffered write).
+                let take_next = match (next_at, events.peek()) {
+                    (None, None) => break,
+                    (Some(at), Some(t)) => at < t,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                };
+                if take_next {
+                    let at = next_at.take().expect("a request is due");
+                    assert!(
+                        outstanding.is_none(),
+                        "replay keeps one request outstanding"
+                    );
+                    let Some(r) = requests.next().transpose().map_err(SimError::Workload)? else {
+                        continue;
+                    };
+                    think = r.think;
+                    outstanding = Some(issued);
+                    issue!(HostRequest {
+                        id: issued,
+                        op: r.op,
+                        lba: r.lba,
+                        sectors: r.sectors,
+                        arrival: at
+                    });
+                } else {
+                    let (t, disk) = events.pop().expect("a disk completion is pending");
+                    array.handle(t, Event::DiskDone { disk });
+                }
+            }
+            assert!(
+                outstanding.is_none(),
+                "the replay ended with its request unanswered"
+            );
         }
     }
     assert_eq!(

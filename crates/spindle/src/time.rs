@@ -68,6 +68,19 @@ impl Span {
     pub fn as_ms_f64(self) -> f64 {
         self.0 as f64 / 1e6
     }
+
+    /// `self − other`, or zero when `other` is longer.
+    pub fn saturating_sub(self, other: Span) -> Span {
+        Span(self.0.saturating_sub(other.0))
+    }
+}
+
+impl std::ops::Mul<u64> for Span {
+    type Output = Span;
+    #[inline]
+    fn mul(self, k: u64) -> Span {
+        Span(self.0 * k)
+    }
 }
 
 impl Add<Span> for Nanos {

@@ -62,6 +62,9 @@ pub struct CacheSpec {
     pub low_water_mark: f64,
     #[serde(default)]
     pub high_water_mark: f64,
+    /// The water marks are fractions of the request's size rather than of a segment.
+    #[serde(default)]
+    pub watermark_by_request: bool,
     /// Controller overheads (ms) by what the request is and what the previous one was.
     pub read_hit_after_read_ms: f64,
     pub read_hit_after_write_ms: f64,
@@ -91,6 +94,9 @@ pub struct CacheSpec {
     /// sector transfer time and the bus's and controller's per-block times.
     #[serde(default)]
     pub bus_sector_ms: f64,
+    /// The same for writes when the interface is slower or faster that way (absent: equal).
+    #[serde(default)]
+    pub bus_sector_write_ms: Option<f64>,
     /// The bus is held for the whole read (or write) transfer instead of disconnecting.
     #[serde(default)]
     pub hold_bus_read: bool,

@@ -5,7 +5,13 @@
 //! then the next cylinder, zone by zone from the outer edge. A "slot" is a data-capable
 //! physical sector (not a per-track or per-zone spare); slipped slots are skipped by the LBA
 //! mapping. Angles are fractions of a revolution expressed as `(index, sectors_per_track)`.
+//!
+//! With a DiskSim layout (`[layout] sparing = …`), the mapping and every sector's angle are
+//! DiskSim 4.0's `dm_layout_g1` instead ([`super::disksim::layout_g1`]): sparing schemes,
+//! slips, remapped defects, zone-front space, first-block offsets, serpentine surface order,
+//! and angles in DiskSim's fixed point ([`Geometry::angle_ticks`]).
 
+use super::disksim::layout_g1::G1Layout;
 use super::spec::{DriveSpec, SkewUnit};
 use super::DriveError;
 
@@ -41,6 +47,9 @@ pub struct Geometry {
     /// Slipped slots, sorted, each counted once.
     slipped_slots: Vec<u64>,
     total_slots: u64,
+    /// DiskSim's layout, when the drive file asks for it; it then answers every mapping
+    /// question and `zones` only lists the zones' cylinders and sectors per track.
+    g1: Option<Box<G1Layout>>,
 }
 
 impl Geometry {
@@ -71,6 +80,16 @@ impl Geometry {
         }
         if spec.zones.is_empty() {
             return Err(bad("zones".into(), "at least one zone is needed".into()));
+        }
+        if spec.layout.sparing.is_some() {
+            return Geometry::new_g1(spec);
+        }
+        if !spec.layout.is_default() {
+            return Err(bad(
+                "layout".into(),
+                "layout fields need `layout.sparing` (the DiskSim layout); absent, the layout is plain"
+                    .into(),
+            ));
         }
         let mut zones = Vec::with_capacity(spec.zones.len());
         let mut next_cylinder = 0u32;
@@ -159,6 +178,7 @@ impl Geometry {
             zones,
             slipped_slots: Vec::new(),
             total_slots: first_slot,
+            g1: None,
         };
         let mut slipped = Vec::with_capacity(spec.slips.len());
         for (i, &pbn) in spec.slips.iter().enumerate() {
@@ -180,6 +200,50 @@ impl Geometry {
         }
         geo.slipped_slots = slipped;
         Ok(geo)
+    }
+
+    /// A DiskSim-layout geometry: the checks above, then [`G1Layout::new`].
+    fn new_g1(spec: &DriveSpec) -> Result<Geometry, DriveError> {
+        let g1 = G1Layout::new(spec)?;
+        assert_eq!(
+            g1.zone_count(),
+            spec.zones.len(),
+            "one layout zone per zone"
+        );
+        let zones = spec
+            .zones
+            .iter()
+            .enumerate()
+            .map(|(i, z)| {
+                let (first_slot, slots) = g1.zone_lbns(i);
+                Zone {
+                    first_cylinder: z.first_cylinder,
+                    last_cylinder: z.last_cylinder,
+                    sectors_per_track: z.sectors_per_track,
+                    data_per_track: z.sectors_per_track,
+                    track_skew: 0,
+                    cylinder_skew: 0,
+                    first_slot,
+                    slots,
+                }
+            })
+            .collect();
+        let total_slots = g1.capacity();
+        assert!(total_slots > 0, "a DiskSim layout holds at least one LBN");
+        Ok(Geometry {
+            surfaces: spec.surfaces,
+            cylinders: spec.cylinders,
+            sector_bytes: spec.sector_bytes,
+            zones,
+            slipped_slots: Vec::new(),
+            total_slots,
+            g1: Some(Box::new(g1)),
+        })
+    }
+
+    /// True when the mapping is DiskSim's `dm_layout_g1`.
+    pub fn is_disksim(&self) -> bool {
+        self.g1.is_some()
     }
 
     pub fn surfaces(&self) -> u32 {
@@ -221,6 +285,9 @@ impl Geometry {
     /// Physical sectors per track on `cylinder`.
     #[inline]
     pub fn sectors_per_track(&self, cylinder: u32) -> u32 {
+        if let Some(g1) = &self.g1 {
+            return g1.sectors_per_track(cylinder);
+        }
         self.zone_of_cylinder(cylinder).sectors_per_track
     }
 
@@ -300,11 +367,17 @@ impl Geometry {
             "lba {lba} beyond capacity {}",
             self.capacity_sectors()
         );
+        if let Some(g1) = &self.g1 {
+            return g1.ltop(lba);
+        }
         self.slot_to_chs(self.lba_to_slot(lba))
     }
 
     /// The LBA stored at a physical position, or `None` for spare and slipped sectors.
     pub fn chs_to_lba(&self, chs: Chs) -> Option<u64> {
+        if let Some(g1) = &self.g1 {
+            return g1.ptol(chs);
+        }
         let slot = self.chs_to_slot(chs)?;
         match self.slipped_slots.binary_search(&slot) {
             Ok(_) => None,
@@ -314,6 +387,10 @@ impl Geometry {
 
     /// How many LBAs from `lba` on lie in consecutive physical sectors of the same track.
     pub fn run_on_track(&self, lba: u64) -> u32 {
+        assert!(lba < self.capacity_sectors(), "lba {lba} beyond capacity");
+        if let Some(g1) = &self.g1 {
+            return g1.run_on_track(lba);
+        }
         let slot = self.lba_to_slot(lba);
         let chs = self.slot_to_chs(slot);
         let z = self.zone_of_cylinder(chs.cylinder);
@@ -328,8 +405,17 @@ impl Geometry {
     /// Rotational index of a physical sector's start: the sector begins `index /
     /// sectors_per_track` of a revolution after the index mark. Track and cylinder skews
     /// accumulate from the start of the zone.
+    ///
+    /// With a DiskSim layout the index is DiskSim's exact angle ([`Geometry::angle_ticks`])
+    /// rounded up to the next sector boundary, as DiskSim's `g1_ltop_0t` does; sector
+    /// boundaries there are `floor(2^32 / spt)` ticks apart, so index `i` stands for an angle
+    /// at most `i · (2^32 mod spt) / 2^32` of a revolution (< 2e-5 rev) from DiskSim's.
     #[inline]
     pub fn angle_index(&self, chs: Chs) -> (u32, u32) {
+        if let Some(g1) = &self.g1 {
+            let spt = g1.sectors_per_track(chs.cylinder);
+            return (g1.angle_sector(chs, g1.angle(chs)), spt);
+        }
         let z = self.zone_of_cylinder(chs.cylinder);
         let spt = u64::from(z.sectors_per_track);
         let cyl_switches = u64::from(chs.cylinder - z.first_cylinder);
@@ -340,6 +426,17 @@ impl Geometry {
             ((skew + u64::from(chs.sector)) % spt) as u32,
             z.sectors_per_track,
         )
+    }
+
+    /// The angle at which a physical sector starts, in 2^-32 revolutions after the index
+    /// mark: DiskSim's `dm_pbn_skew` for a DiskSim layout (exact), and
+    /// `floor(index · 2^32 / sectors_per_track)` of [`Geometry::angle_index`] otherwise.
+    pub fn angle_ticks(&self, chs: Chs) -> u32 {
+        if let Some(g1) = &self.g1 {
+            return g1.angle(chs);
+        }
+        let (idx, spt) = self.angle_index(chs);
+        u32::try_from((u64::from(idx) << 32) / u64::from(spt)).expect("index < spt")
     }
 }
 
@@ -488,5 +585,4 @@ mod tests {
             prop_assert_eq!(lba, slot);
         }
     }
-
 }

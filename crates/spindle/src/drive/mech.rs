@@ -9,6 +9,7 @@
 //! Rotation: the platter angle at time `t` is `(t + phase_ns) mod period_ns`; a sector whose
 //! rotational index is `i` of `spt` passes under the head at angle `period_ns · i / spt`.
 
+use super::cache_spec::CacheSpec;
 use super::geometry::{Chs, Geometry};
 use super::seek::SeekCurve;
 use super::spec::DriveSpec;
@@ -73,11 +74,14 @@ pub struct Drive {
     seek_write: SeekCurve,
     period_ns: u64,
     head_switch: Span,
-    write_settle: Span,
+    /// Added to every non-zero write positioning time; negative for some drives (DiskSim's
+    /// "Add. write settling delay"), never making a positioning time negative.
+    write_settle_ns: i64,
     overhead_read: Span,
     overhead_write: Span,
     seek_noise: Option<Normal<f64>>,
     rotation_noise: Option<Normal<f64>>,
+    cache: Option<CacheSpec>,
 }
 
 fn ms(key: &str, v: f64) -> Result<Span, DriveError> {
@@ -89,6 +93,87 @@ fn ms(key: &str, v: f64) -> Result<Span, DriveError> {
             msg: format!("must be a time within 0..10000 ms, got {v}"),
         })
     }
+}
+
+/// The signed write settle in ns, checked against the shortest non-zero write positioning
+/// (a one-cylinder write seek, or a head switch).
+fn signed_settle(spec: &DriveSpec) -> Result<i64, DriveError> {
+    let v = spec.write_settle_ms;
+    if !(v.is_finite() && (-10_000.0..=10_000.0).contains(&v)) {
+        return Err(DriveError::Invalid {
+            key: "write_settle_ms".into(),
+            msg: format!("must be a time within -10000..10000 ms, got {v}"),
+        });
+    }
+    let settle = (v * 1e6).round() as i64;
+    if settle < 0 {
+        let curve = SeekCurve::compile(&spec.seek, spec.cylinders, true)?;
+        let one = if curve.max_distance() >= 1 {
+            curve.time(1).0
+        } else {
+            u64::MAX
+        };
+        let switch = Span::from_ms_f64(spec.head_switch_ms.max(0.0)).0;
+        let shortest = [one, switch]
+            .into_iter()
+            .filter(|&t| t > 0)
+            .min()
+            .unwrap_or(u64::MAX);
+        let shortest = shortest.min(i64::MAX as u64) as i64;
+        if shortest + settle < 0 {
+            return Err(DriveError::Invalid {
+                key: "write_settle_ms".into(),
+                msg: format!(
+                    "{v} ms would make the shortest write positioning ({} ms) negative",
+                    shortest as f64 / 1e6
+                ),
+            });
+        }
+    }
+    Ok(settle)
+}
+
+/// Checks a `[cache]` section: counts and sizes positive, every time finite and >= 0.
+fn validate_cache(c: CacheSpec) -> Result<CacheSpec, DriveError> {
+    let bad = |key: &str, msg: String| {
+        Err(DriveError::Invalid {
+            key: format!("cache.{key}"),
+            msg,
+        })
+    };
+    if c.segments == 0 {
+        return bad("segments", "must be >= 1, got 0".into());
+    }
+    if c.segment_sectors == 0 {
+        return bad("segment_sectors", "must be >= 1, got 0".into());
+    }
+    if c.enable_caching > 2 || c.continuous_read > 4 || c.fast_write_level > 2 {
+        return bad("enable_caching", format!("modes out of range: enable_caching {} (0-2), continuous_read {} (0-4), fast_write_level {} (0-2)", c.enable_caching, c.continuous_read, c.fast_write_level));
+    }
+    let times = [
+        ("read_hit_after_read_ms", c.read_hit_after_read_ms),
+        ("read_hit_after_write_ms", c.read_hit_after_write_ms),
+        ("read_miss_after_read_ms", c.read_miss_after_read_ms),
+        ("read_miss_after_write_ms", c.read_miss_after_write_ms),
+        ("write_hit_after_read_ms", c.write_hit_after_read_ms),
+        ("write_hit_after_write_ms", c.write_hit_after_write_ms),
+        ("write_miss_after_read_ms", c.write_miss_after_read_ms),
+        ("write_miss_after_write_ms", c.write_miss_after_write_ms),
+        ("read_completion_ms", c.read_completion_ms),
+        ("write_completion_ms", c.write_completion_ms),
+        ("data_preparation_ms", c.data_preparation_ms),
+        ("first_reselect_ms", c.first_reselect_ms),
+        ("other_reselect_ms", c.other_reselect_ms),
+        ("write_disconnect_ms", c.write_disconnect_ms),
+        ("bus_sector_ms", c.bus_sector_ms),
+        ("minimum_seek_ms", c.minimum_seek_ms),
+    ];
+    for (k, v) in times {
+        if !(v.is_finite() && (0.0..=10_000.0).contains(&v)) {
+            return bad(k, format!("must be a time within 0..10000 ms, got {v}"));
+        }
+    }
+    Ok(c)
 }
 
 impl Drive {
@@ -119,12 +204,18 @@ impl Drive {
             geometry,
             period_ns: (60e9 / spec.rpm).round() as u64,
             head_switch: ms("head_switch_ms", spec.head_switch_ms)?,
-            write_settle: ms("write_settle_ms", spec.write_settle_ms)?,
+            write_settle_ns: signed_settle(spec)?,
             overhead_read: ms("overhead_read_ms", spec.overhead_read_ms)?,
             overhead_write: ms("overhead_write_ms", spec.overhead_write_ms)?,
             seek_noise: noise("noise.seek_rel_sigma", spec.noise.seek_rel_sigma, 1.0)?,
             rotation_noise: noise("noise.rotation_sigma_ms", spec.noise.rotation_sigma_ms, 1e6)?,
+            cache: spec.cache.clone().map(validate_cache).transpose()?,
         })
+    }
+
+    /// The on-disk buffer, if the drive file describes one.
+    pub fn cache(&self) -> Option<&CacheSpec> {
+        self.cache.as_ref()
     }
 
     pub fn geometry(&self) -> &Geometry {
@@ -179,7 +270,10 @@ impl Drive {
             t = self.head_switch;
         }
         if op == Op::Write && t > Span::ZERO {
-            t += self.write_settle;
+            t = Span(
+                t.0.checked_add_signed(self.write_settle_ns)
+                    .expect("validated: settle never makes a positioning time negative"),
+            );
         }
         t
     }

@@ -6,6 +6,7 @@
 //! the disk.
 
 pub mod cache_spec;
+pub mod controller;
 pub mod disksim;
 pub mod geometry;
 pub mod layout_spec;
@@ -14,11 +15,12 @@ pub mod mech;
 pub mod seek;
 pub mod spec;
 
+pub use cache_spec::{CacheSpec, ExtraWriteDisconnect};
+pub use controller::{Controller, Service};
 pub use geometry::{Chs, Geometry};
+pub use layout_spec::LayoutSpec;
 pub use mech::{Access, Drive, HeadState, Target, Transfer};
 pub use seek::SeekCurve;
-pub use cache_spec::{CacheSpec, ExtraWriteDisconnect};
-pub use layout_spec::LayoutSpec;
 pub use spec::{DriveSpec, NoiseSpec, SeekSpec, SkewUnit, ZoneSpec};
 
 /// A drive file that cannot be used, naming the offending key.

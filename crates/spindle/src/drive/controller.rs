@@ -1,0 +1,773 @@
+//! The drive's own controller: on-disk buffer segments, read-ahead, write-back and the
+//! interface transfer, in front of the mechanics of [`super::mech`].
+//!
+//! One request is served at a time (the drive's queue depth is one; the array's scheduler
+//! orders the rest). [`Controller::serve`] takes a request arriving at `now` and returns when
+//! the host sees it complete; background work it leaves behind (read-ahead after a read,
+//! destaging write-back data) keeps the mechanism busy and is pre-empted or waited for by the
+//! next request, as in DiskSim's disk module (parameter names follow DiskSim's, see
+//! `CacheSpec`):
+//!
+//! - **Read hit** (the first requested sector is in a segment, or already read by the
+//!   running read-ahead): hit overhead, then sectors go over the interface as soon as each is
+//!   in the buffer; sectors still to come from the read-ahead arrive at its pace.
+//! - **Read miss**: miss overhead; a running read-ahead stops; dirty write data is destaged
+//!   first; then seek, rotation and media transfer, with the interface transfer of each
+//!   sector starting once it is in the buffer (reselection overhead before the first). The
+//!   read-ahead then continues past the request (to the end of the track, cylinder, segment,
+//!   or the next track, by `continuous_read`) until the next request needs the mechanism.
+//!   With `read_any_free_blocks`, sectors of the target track that pass under the head
+//!   during the rotational wait are kept too.
+//! - **Write**, fast-write (`fast_write_level` 2, or 1 when appending to the dirty
+//!   segment): hit overhead, interface transfer, completion; the media write happens in the
+//!   background. Otherwise write-through: miss overhead, the interface transfer overlaps the
+//!   positioning, and completion follows the media write.
+//!
+//! Not modelled (they matter only with several devices sharing a bus or deep drive queues):
+//! bus arbitration and holding, sneaky/intermediate hits, write prebuffering, preseeking.
+
+use super::cache_spec::CacheSpec;
+use super::mech::{Access, Drive, HeadState, Transfer};
+use crate::{Nanos, Op, Span};
+use rand::Rng;
+
+fn ns(ms: f64) -> Span {
+    Span::from_ms_f64(ms.max(0.0))
+}
+
+/// The cache parameters in integer nanoseconds.
+#[derive(Clone, Debug)]
+struct Params {
+    spec: CacheSpec,
+    bus_sector: Span,
+    bus_sector_write: Span,
+}
+
+#[derive(Clone, Debug)]
+struct Segment {
+    /// Sectors `start..end` are (or, for the active read-ahead, will be) in the buffer.
+    start: u64,
+    end: u64,
+    /// LRU stamp.
+    used: u64,
+    /// Holds write data not yet on the media.
+    dirty: bool,
+}
+
+/// Read-ahead in progress: sectors `from..until` are read sequentially starting at `began`.
+#[derive(Clone, Debug)]
+struct ReadAhead {
+    segment: usize,
+    from: u64,
+    until: u64,
+    began: Nanos,
+    /// Head position and time at which reading `from` starts (no seek: it continues the
+    /// previous transfer).
+    head: HeadState,
+}
+
+/// Where a served request's time went, and when the host sees it done.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Service {
+    pub access: Access,
+    /// True if the request was served from the buffer without a media access of its own.
+    pub hit: bool,
+}
+
+/// Per-disk controller state.
+#[derive(Clone, Debug)]
+pub struct Controller {
+    params: Option<Params>,
+    segments: Vec<Segment>,
+    read_ahead: Option<ReadAhead>,
+    /// The mechanism is committed (destaging) until this instant.
+    mech_free: Nanos,
+    /// Where the arm is once committed work ends.
+    head: HeadState,
+    last_op: Op,
+    /// Track (cylinder · surfaces + head) of the last sector of the previous read: the
+    /// sequential-stream detector of `continuous_read` mode 4.
+    last_read_track: Option<u64>,
+    clock: u64,
+}
+
+impl Controller {
+    pub fn new(drive: &Drive, head: HeadState) -> Controller {
+        let params = drive.cache().map(|c| Params {
+            spec: c.clone(),
+            bus_sector: ns(c.bus_sector_ms),
+            bus_sector_write: ns(c.bus_sector_write_ms.unwrap_or(c.bus_sector_ms)),
+        });
+        let segments = match &params {
+            Some(p) => (0..p.spec.segments.max(1))
+                .map(|_| Segment {
+                    start: 0,
+                    end: 0,
+                    used: 0,
+                    dirty: false,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        Controller {
+            params,
+            segments,
+            read_ahead: None,
+            mech_free: Nanos::ZERO,
+            head,
+            last_op: Op::Read,
+            last_read_track: None,
+            clock: 0,
+        }
+    }
+
+    /// The arm's position once committed work ends (what a scheduler should plan from).
+    pub fn head(&self) -> HeadState {
+        self.head
+    }
+
+    /// Serves one request arriving at `now`.
+    pub fn serve<R: Rng>(
+        &mut self,
+        drive: &Drive,
+        now: Nanos,
+        x: Transfer,
+        rng: Option<&mut R>,
+    ) -> Service {
+        let Some(p) = self.params.clone() else {
+            // No buffer: the request is exactly its mechanical access.
+            let access = drive.access(now, &self.head, x, None, rng);
+            self.head.cylinder = access.end_cylinder;
+            self.head.head = access.end_head;
+            self.mech_free = access.end;
+            self.last_op = x.op;
+            return Service { access, hit: false };
+        };
+        self.clock += 1;
+        let svc = match x.op {
+            Op::Read => {
+                let svc = self.read(drive, &p, now, x, rng);
+                self.last_read_track = Some(track_of(drive, x.lba + u64::from(x.sectors) - 1));
+                svc
+            }
+            Op::Write => self.write(drive, &p, now, x, rng),
+        };
+        self.last_op = x.op;
+        svc
+    }
+
+    fn after_read(&self) -> bool {
+        self.last_op == Op::Read
+    }
+
+    /// When sector `lba` is (or will be) in the buffer, if it is cached or being read ahead.
+    fn ready_at(&self, drive: &Drive, lba: u64) -> Option<(usize, Nanos)> {
+        if let Some(ra) = &self.read_ahead {
+            let s = &self.segments[ra.segment];
+            if lba >= s.start && lba < ra.from {
+                return Some((ra.segment, Nanos::ZERO));
+            }
+            if lba >= ra.from && lba < ra.until {
+                let k = u32::try_from(lba - ra.from + 1).expect("read-ahead fits u32");
+                let a = drive.access(
+                    ra.began,
+                    &ra.head,
+                    Transfer {
+                        op: Op::Read,
+                        lba: ra.from,
+                        sectors: k,
+                    },
+                    None,
+                    None::<&mut rand_pcg::Pcg64Mcg>,
+                );
+                return Some((ra.segment, a.end));
+            }
+        }
+        self.segments
+            .iter()
+            .position(|s| lba >= s.start && lba < s.end)
+            .map(|i| (i, Nanos::ZERO))
+    }
+
+    /// Stops the read-ahead at `t`: the segment keeps what was read by then and the arm is
+    /// where the read-ahead had got to.
+    fn stop_read_ahead(&mut self, drive: &Drive, t: Nanos) {
+        let Some(ra) = self.read_ahead.take() else {
+            return;
+        };
+        let mut done = ra.from;
+        let (mut cyl, mut hd) = (ra.head.cylinder, ra.head.head);
+        // Whole sectors read by `t` (DiskSim stops at a sector boundary).
+        let (mut lo, mut hi) = (0u64, ra.until - ra.from);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            let a = drive.access(
+                ra.began,
+                &ra.head,
+                Transfer {
+                    op: Op::Read,
+                    lba: ra.from,
+                    sectors: u32::try_from(mid).expect("fits"),
+                },
+                None,
+                None::<&mut rand_pcg::Pcg64Mcg>,
+            );
+            if a.end <= t {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        if lo > 0 {
+            let a = drive.access(
+                ra.began,
+                &ra.head,
+                Transfer {
+                    op: Op::Read,
+                    lba: ra.from,
+                    sectors: u32::try_from(lo).expect("fits"),
+                },
+                None,
+                None::<&mut rand_pcg::Pcg64Mcg>,
+            );
+            done = ra.from + lo;
+            cyl = a.end_cylinder;
+            hd = a.end_head;
+        }
+        self.segments[ra.segment].end = done;
+        self.head = HeadState {
+            cylinder: cyl,
+            head: hd,
+            phase_ns: self.head.phase_ns,
+        };
+        self.mech_free = self.mech_free.max(t);
+    }
+
+    /// A segment for new data: least recently used, not the write segment when writes have
+    /// their own.
+    fn take_segment(&mut self, p: &Params, for_write: bool) -> usize {
+        let reserved = p.spec.separate_write_segment && self.segments.len() > 1;
+        let range: Vec<usize> = if reserved {
+            if for_write {
+                vec![self.segments.len() - 1]
+            } else {
+                (0..self.segments.len() - 1).collect()
+            }
+        } else {
+            (0..self.segments.len()).collect()
+        };
+        let i = *range
+            .iter()
+            .min_by_key(|&&i| self.segments[i].used)
+            .expect("a segment exists");
+        self.segments[i].used = self.clock;
+        i
+    }
+
+    /// Sends sectors over the interface: sector k leaves when it is in the buffer and the
+    /// previous one has gone. Returns when the last one has gone.
+    fn interface(&self, p: &Params, start: Nanos, ready: impl Iterator<Item = Nanos>) -> Nanos {
+        let mut t = start;
+        for r in ready {
+            t = t.max(r) + p.bus_sector;
+        }
+        t
+    }
+
+    fn read<R: Rng>(
+        &mut self,
+        drive: &Drive,
+        p: &Params,
+        now: Nanos,
+        x: Transfer,
+        rng: Option<&mut R>,
+    ) -> Service {
+        let c = &p.spec;
+        let first = self.ready_at(drive, x.lba);
+        let hit = c.enable_caching > 0 && first.is_some();
+        let overhead = ns(match (hit, self.after_read()) {
+            (true, true) => c.read_hit_after_read_ms,
+            (true, false) => c.read_hit_after_write_ms,
+            (false, true) => c.read_miss_after_read_ms,
+            (false, false) => c.read_miss_after_write_ms,
+        });
+        let begin = now + overhead + ns(c.data_preparation_ms);
+        if hit {
+            // Sectors present or on their way from the read-ahead; any beyond it are a miss
+            // of the remainder, served after the read-ahead's last sector.
+            let (seg, _) = first.expect("hit");
+            let mut ready = Vec::with_capacity(x.sectors as usize);
+            let mut lba = x.lba;
+            while lba < x.lba + u64::from(x.sectors) {
+                match self.ready_at(drive, lba) {
+                    Some((_, t)) => ready.push(t),
+                    None => break,
+                }
+                lba += 1;
+            }
+            let covered = ready.len() as u32;
+            let mut end = self.interface(p, begin, ready.into_iter());
+            if covered < x.sectors {
+                let rest = Transfer {
+                    op: Op::Read,
+                    lba,
+                    sectors: x.sectors - covered,
+                };
+                let t = end.max(self.mech_free);
+                self.stop_read_ahead(drive, t);
+                let a = drive.access(t.max(self.mech_free), &self.head, rest, None, rng);
+                let xfer = a.transfer + a.switches;
+                let first_ready = a.end.saturating_since(Nanos::ZERO).0 - xfer.0;
+                let n = u64::from(rest.sectors);
+                end = self.interface(p, end, (1..=n).map(|k| Nanos(first_ready + xfer.0 * k / n)));
+                self.head.cylinder = a.end_cylinder;
+                self.head.head = a.end_head;
+                self.mech_free = a.end;
+                self.segments[seg].end = self.segments[seg].end.max(rest.lba + n);
+            }
+            // The segment is a circular buffer: sectors before the ones just sent to the host
+            // are the first to be overwritten, and are no longer counted on.
+            let s = &mut self.segments[seg];
+            s.used = self.clock;
+            s.start = s.start.max(x.lba);
+            let done = end + ns(c.read_completion_ms);
+            let access = Access {
+                overhead: overhead + ns(c.data_preparation_ms) + ns(c.read_completion_ms),
+                transfer: done.since(now)
+                    - overhead
+                    - ns(c.data_preparation_ms)
+                    - ns(c.read_completion_ms),
+                end: done,
+                end_cylinder: self.head.cylinder,
+                end_head: self.head.head,
+                ..Access::default()
+            };
+            if self.read_ahead.is_none() && c.read_ahead_on_idle_hit {
+                let first_track = track_of(drive, x.lba);
+                self.start_read_ahead(
+                    drive,
+                    p,
+                    seg,
+                    x.lba + u64::from(x.sectors),
+                    self.mech_free.max(done),
+                    first_track,
+                );
+            }
+            return Service { access, hit: true };
+        }
+        // Miss: the mechanism is needed.
+        let t = now + overhead;
+        self.stop_read_ahead(drive, t);
+        let start = t.max(self.mech_free);
+        if start > t {
+            // Destaging write-back data first.
+            for s in &mut self.segments {
+                s.dirty = false;
+            }
+        }
+        let a = drive.access(start, &self.head, x, None, rng);
+        let n = u64::from(x.sectors);
+        let xfer = a.transfer + a.switches;
+        let first_ready = a.end.0 - xfer.0;
+        let reselect = ns(c.first_reselect_ms);
+        // The drive reconnects once the high water mark of data is buffered: a fraction of
+        // the request or of the segment (at least one sector).
+        let base = if c.watermark_by_request {
+            n
+        } else {
+            u64::from(c.segment_sectors).min(n)
+        };
+        let k0 = ((c.high_water_mark * base as f64).ceil() as u64).clamp(1, n);
+        let bus_start = Nanos(first_ready + xfer.0 * k0 / n) + reselect;
+        let end = self.interface(
+            p,
+            bus_start,
+            (1..=n).map(|k| Nanos(first_ready + xfer.0 * k / n)),
+        );
+        let done = end + ns(c.read_completion_ms);
+        let seg = self.take_segment(p, false);
+        let mut seg_start = x.lba;
+        if c.read_any_free_blocks && c.immediate_buffer_read {
+            // Sectors of the target track passing under the head during the rotational wait.
+            // Kept only by drives whose read channel runs from wherever the head lands
+            // (zero-latency reads): measured on the Atlas 10K (has both; rms 0.116 ms with,
+            // 0.246 ms without) and the Ultrastar 18ES (no zero-latency reads; 0.185 ms
+            // without, 0.472 ms with).
+            let spt = u64::from(
+                drive
+                    .geometry()
+                    .sectors_per_track(drive.locate(x.lba).chs.cylinder),
+            );
+            let passed = a.rotation.0 * spt / drive.period().0;
+            let on_track = u64::from(drive.locate(x.lba).chs.sector);
+            seg_start = x.lba - passed.min(on_track);
+        }
+        self.segments[seg] = Segment {
+            start: seg_start,
+            end: x.lba + n,
+            used: self.clock,
+            dirty: false,
+        };
+        self.head.cylinder = a.end_cylinder;
+        self.head.head = a.end_head;
+        self.mech_free = a.end;
+        self.start_read_ahead(drive, p, seg, x.lba + n, a.end, track_of(drive, x.lba));
+        let access = Access {
+            overhead: overhead + ns(c.read_completion_ms),
+            seek: a.seek + start.since(t),
+            rotation: a.rotation,
+            transfer: done.since(now)
+                - overhead
+                - ns(c.read_completion_ms)
+                - a.seek
+                - start.since(t)
+                - a.rotation,
+            switches: Span::ZERO,
+            end: done,
+            end_cylinder: a.end_cylinder,
+            end_head: a.end_head,
+        };
+        Service { access, hit: false }
+    }
+
+    fn start_read_ahead(
+        &mut self,
+        drive: &Drive,
+        p: &Params,
+        seg: usize,
+        from: u64,
+        at: Nanos,
+        first_track: u64,
+    ) {
+        let c = &p.spec;
+        if c.continuous_read == 0 || c.enable_caching == 0 || from >= drive.capacity_sectors() {
+            return;
+        }
+        let chs = drive.locate(from).chs;
+        let geo = drive.geometry();
+        let spt = u64::from(geo.sectors_per_track(chs.cylinder));
+        let to_track_end = spt - u64::from(chs.sector).min(spt);
+        let seg_len = self.segments[seg].end - self.segments[seg].start;
+        let limit = match c.continuous_read {
+            1 => to_track_end,
+            2 => {
+                to_track_end
+                    + spt * u64::from(geo.surfaces() - 1 - chs.head.min(geo.surfaces() - 1))
+            }
+            3 => u64::from(c.segment_sectors).saturating_sub(if c.read_ahead_over_requested {
+                0
+            } else {
+                seg_len
+            }),
+            // Mode 4: one track ahead of a detected sequential stream (this read began on
+            // the track after the previous read's last track); else to the end of the track.
+            _ if self.last_read_track.is_some_and(|t| t + 1 == first_track) => to_track_end + spt,
+            _ => to_track_end,
+        };
+        let mut n = limit
+            .min(u64::from(c.max_read_ahead_sectors))
+            .min(u64::from(c.segment_sectors));
+        n = n.min(drive.capacity_sectors() - from);
+        if n == 0 {
+            return;
+        }
+        self.read_ahead = Some(ReadAhead {
+            segment: seg,
+            from,
+            until: from + n,
+            began: at,
+            head: self.head,
+        });
+        self.segments[seg].end = from;
+    }
+
+    fn write<R: Rng>(
+        &mut self,
+        drive: &Drive,
+        p: &Params,
+        now: Nanos,
+        x: Transfer,
+        rng: Option<&mut R>,
+    ) -> Service {
+        let c = &p.spec;
+        let n = u64::from(x.sectors);
+        let appends = self.segments.iter().any(|s| s.dirty && s.end == x.lba);
+        let fast = c.enable_caching > 0
+            && (c.fast_write_level == 2 || (c.fast_write_level == 1 && appends));
+        let after_read = self.after_read();
+        let overhead = match (&c.extra_write_disconnect, fast, after_read) {
+            (Some(e), _, _) => ns(e.command_ms),
+            (None, true, true) => ns(c.write_hit_after_read_ms),
+            (None, true, false) => ns(c.write_hit_after_write_ms),
+            (None, false, true) => ns(c.write_miss_after_read_ms),
+            (None, false, false) => ns(c.write_miss_after_write_ms),
+        };
+        let t = now + overhead;
+        if c.write_hit_stop_prefetch || !fast {
+            self.stop_read_ahead(drive, t);
+        }
+        // Data comes over the interface first (after the extra disconnect, if any).
+        let mut bus_start = t + ns(c.data_preparation_ms);
+        if let Some(e) = &c.extra_write_disconnect {
+            bus_start +=
+                ns(e.disconnect_ms) + ns(e.inter_disconnect_delay_ms) + ns(c.first_reselect_ms);
+        }
+        let data_in = bus_start + p.bus_sector_write * n;
+        let seg = match self.segments.iter().position(|s| s.dirty && s.end == x.lba) {
+            Some(i) if c.combine_seq_writes => i,
+            _ => self.take_segment(p, true),
+        };
+        // Cached read data the write overlaps is stale: those segments are dropped.
+        let (lo, hi) = (x.lba, x.lba + n);
+        if let Some(ra) = &self.read_ahead {
+            let s = &self.segments[ra.segment];
+            if ra.segment != seg && lo < ra.until.max(s.end) && hi > s.start {
+                self.stop_read_ahead(drive, t);
+            }
+        }
+        for (i, s) in self.segments.iter_mut().enumerate() {
+            if i != seg && !s.dirty && lo < s.end && hi > s.start {
+                s.end = s.start;
+            }
+        }
+        // The media write: positioning overlaps the data transfer; the first sector can be
+        // written once it is in the buffer.
+        let mut start = t.max(self.mech_free);
+        if c.minimum_seek_ms > 0.0 {
+            start = start.max(t + ns(c.minimum_seek_ms));
+        }
+        let a = drive.access(start, &self.head, x, None, rng);
+        let mut media_end = a.end;
+        let first_in = bus_start + p.bus_sector_write;
+        let first_write = Nanos(a.end.0 - (a.transfer + a.switches).0);
+        if first_write < first_in {
+            // Missed the sector: one more revolution.
+            media_end += drive.period();
+        }
+        self.head.cylinder = a.end_cylinder;
+        self.head.head = a.end_head;
+        self.mech_free = media_end;
+        let keep = c.read_hits_on_write_data;
+        let s = &mut self.segments[seg];
+        if s.dirty && s.end == x.lba {
+            s.end += n;
+        } else {
+            *s = Segment {
+                start: x.lba,
+                end: x.lba + n,
+                used: self.clock,
+                dirty: fast,
+            };
+        }
+        if !keep {
+            s.end = s.start;
+        }
+        let completion = ns(c.write_completion_ms)
+            + match &c.extra_write_disconnect {
+                Some(e) => ns(e.second_disconnect_ms),
+                None => ns(c.write_disconnect_ms),
+            } * u64::from(!fast);
+        let done = if fast {
+            data_in
+        } else {
+            media_end.max(data_in)
+        } + completion;
+        let access = Access {
+            overhead: overhead + completion,
+            seek: if fast {
+                Span::ZERO
+            } else {
+                a.seek + start.since(t)
+            },
+            rotation: if fast {
+                Span::ZERO
+            } else {
+                media_end.since(Nanos(a.end.0)) + a.rotation
+            },
+            transfer: Span::ZERO,
+            switches: Span::ZERO,
+            end: done,
+            end_cylinder: a.end_cylinder,
+            end_head: a.end_head,
+        };
+        let accounted = access.overhead + access.seek + access.rotation;
+        let access = Access {
+            transfer: done.since(now).saturating_sub(accounted),
+            ..access
+        };
+        Service { access, hit: fast }
+    }
+}
+
+/// The global track number (cylinder · surfaces + head) holding `lba`.
+fn track_of(drive: &Drive, lba: u64) -> u64 {
+    let chs = drive.locate(lba).chs;
+    u64::from(chs.cylinder) * u64::from(drive.geometry().surfaces()) + u64::from(chs.head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::spec::test_spec;
+    use super::*;
+    use rand_pcg::Pcg64Mcg;
+
+    fn cache() -> CacheSpec {
+        toml::from_str(
+            r#"
+            segments = 2
+            segment_sectors = 400
+            continuous_read = 1
+            max_read_ahead_sectors = 400
+            fast_write_level = 2
+            read_hit_after_read_ms = 0.1
+            read_hit_after_write_ms = 0.2
+            read_miss_after_read_ms = 0.3
+            read_miss_after_write_ms = 0.4
+            write_hit_after_read_ms = 0.5
+            write_hit_after_write_ms = 0.6
+            write_miss_after_read_ms = 0.7
+            write_miss_after_write_ms = 0.8
+            bus_sector_ms = 0.1
+            "#,
+        )
+        .unwrap()
+    }
+
+    fn drive(c: Option<CacheSpec>) -> Drive {
+        let mut s = test_spec(2, 1000, 100);
+        s.cache = c;
+        Drive::from_spec(&s).unwrap()
+    }
+
+    fn serve(
+        ctl: &mut Controller,
+        d: &Drive,
+        now: Nanos,
+        op: Op,
+        lba: u64,
+        sectors: u32,
+    ) -> Service {
+        ctl.serve(d, now, Transfer { op, lba, sectors }, None::<&mut Pcg64Mcg>)
+    }
+
+    const HEAD: HeadState = HeadState {
+        cylinder: 0,
+        head: 0,
+        phase_ns: 0,
+    };
+
+    #[test]
+    fn without_a_cache_a_request_is_its_mechanical_access() {
+        let d = drive(None);
+        let mut ctl = Controller::new(&d, HEAD);
+        let s = serve(&mut ctl, &d, Nanos(1_000), Op::Read, 5_000, 8);
+        let a = d.access(
+            Nanos(1_000),
+            &HEAD,
+            Transfer {
+                op: Op::Read,
+                lba: 5_000,
+                sectors: 8,
+            },
+            None,
+            None::<&mut Pcg64Mcg>,
+        );
+        assert_eq!(s.access, a);
+    }
+
+    #[test]
+    fn a_read_after_a_miss_on_the_same_track_hits_the_read_ahead() {
+        let d = drive(Some(cache()));
+        let mut ctl = Controller::new(&d, HEAD);
+        let miss = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 4);
+        assert!(!miss.hit);
+        // 10 ms later the read-ahead (to the end of the track: sectors 5004..5100) is done.
+        let t = miss.access.end + Span::from_ms(10);
+        let hit = serve(&mut ctl, &d, t, Op::Read, 5_010, 4);
+        assert!(hit.hit);
+        // Hit overhead after a read (0.1 ms) + 4 sectors over the interface at 0.1 ms each.
+        assert_eq!(hit.access.end.since(t), Span::from_ms_f64(0.1 + 0.4));
+        // Beyond the track end (sector 5100 is the next track) it is a miss.
+        let far = serve(
+            &mut ctl,
+            &d,
+            hit.access.end + Span::from_ms(10),
+            Op::Read,
+            5_100,
+            4,
+        );
+        assert!(!far.hit);
+    }
+
+    #[test]
+    fn a_miss_completes_after_its_last_sector_crosses_the_interface() {
+        let d = drive(Some(cache()));
+        let mut ctl = Controller::new(&d, HEAD);
+        let s = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 4);
+        let a = d.access(
+            Nanos(0) + Span::from_ms_f64(0.3),
+            &HEAD,
+            Transfer {
+                op: Op::Read,
+                lba: 5_000,
+                sectors: 4,
+            },
+            None,
+            None::<&mut Pcg64Mcg>,
+        );
+        // The interface (0.1 ms/sector) is slower than the media (0.06 ms/sector): the
+        // first sector is in the buffer once read (0.06 ms after its start), and the last
+        // leaves 4 × 0.1 ms later.
+        let first_start = a.end.0 - a.transfer.0;
+        assert_eq!(s.access.end, Nanos(first_start + 60_000 + 400_000));
+        let sum = s.access.overhead
+            + s.access.seek
+            + s.access.rotation
+            + s.access.transfer
+            + s.access.switches;
+        assert_eq!(sum, s.access.end.since(Nanos(0)), "breakdown adds up");
+    }
+
+    #[test]
+    fn fast_writes_complete_from_the_buffer_and_delay_the_next_miss() {
+        let d = drive(Some(cache()));
+        let mut ctl = Controller::new(&d, HEAD);
+        let w = serve(&mut ctl, &d, Nanos(0), Op::Write, 150_000, 8);
+        assert!(w.hit);
+        // Write hit after a read (the initial state): 0.5 ms + 8 × 0.1 ms.
+        assert_eq!(w.access.end, Nanos(0) + Span::from_ms_f64(1.3));
+        // The media write (a long seek) is still going on: a read miss issued right away
+        // waits for it, so it takes longer than the same read on an idle drive.
+        let r = serve(&mut ctl, &d, w.access.end, Op::Read, 0, 1);
+        let mut idle = Controller::new(&d, HEAD);
+        let r_idle = serve(&mut idle, &d, Nanos(0), Op::Read, 0, 1);
+        assert!(r.access.end.since(w.access.end) > r_idle.access.end.since(Nanos(0)));
+    }
+
+    #[test]
+    fn write_through_completes_after_the_media_write() {
+        let mut c = cache();
+        c.fast_write_level = 0;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let w = serve(&mut ctl, &d, Nanos(0), Op::Write, 150_000, 8);
+        assert!(!w.hit);
+        let media = d.access(
+            Nanos(0) + Span::from_ms_f64(0.7),
+            &HEAD,
+            Transfer {
+                op: Op::Write,
+                lba: 150_000,
+                sectors: 8,
+            },
+            None,
+            None::<&mut Pcg64Mcg>,
+        );
+        assert!(
+            w.access.end >= media.end,
+            "{:?} < {:?}",
+            w.access.end,
+            media.end
+        );
+    }
+}

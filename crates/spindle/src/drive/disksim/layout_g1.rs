@@ -1,0 +1,644 @@
+//! DiskSim 4.0's `dm_layout_g1`: LBN ↔ (cylinder, head, sector) under its sparing schemes,
+//! and each physical sector's angle (`dm_pbn_skew`) in DiskSim's fixed point (2^32 per
+//! revolution).
+//!
+//! Written from DiskSim's `diskmodel/layout_g1.c` and `layout_g1_load.c` semantics (not its
+//! code). The LBN → physical direction (`ltop`, DiskSim's `MAP_FULL`: slips and remapped
+//! defects) follows DiskSim literally, including its order-dependent loops over the slip
+//! list. The physical → LBN direction is the exact inverse of `ltop` (DiskSim's own `ptol`
+//! functions disagree with its `ltop` in corner cases, e.g. the first spare track under track
+//! sparing). Capacity is DiskSim's `dm_layout_g1_compute_blksinband` sum; DiskSim ignores the
+//! model's declared `Block count` in favour of it (`checknumblocks`).
+//!
+//! Supported schemes: 1, 2 (without slips), 3, 4, 7, 8, 9, 10. Not supported: 0 (DiskSim's
+//! `ltop` for it never writes its result), 5, 6 (DiskSim's `ltop` ignores the front spares
+//! that its capacity and `ptol` reserve) and 2 with slips (two LBNs on one sector). Layouts
+//! whose LBNs DiskSim would map outside their zone (scheme 7 with spares, scheme 8 with a
+//! partial range) are rejected at load.
+
+use crate::drive::geometry::Chs;
+use crate::drive::layout_spec::{LayoutSpec, Mapping, Sparing};
+use crate::drive::spec::{DriveSpec, SkewUnit, ZoneSpec};
+use crate::drive::DriveError;
+
+/// One revolution in DiskSim's `dm_angle_t` units.
+const REV: i64 = 1 << 32;
+
+/// One zone ("band") with everything DiskSim derives from it.
+#[derive(Clone, Debug)]
+struct Band {
+    startcyl: i64,
+    endcyl: i64,
+    spt: i64,
+    deadspace: i64,
+    sparecnt: i64,
+    slips: Vec<i64>,
+    defects: Vec<(i64, i64)>,
+    /// LBNs in the band (`blksinband`) and the band's first LBN.
+    blks: i64,
+    first_lbn: i64,
+    firstblkangle: u32,
+    trackskew: u32,
+    cylskew: u32,
+    sector_width: u32,
+    trkspace: u32,
+}
+
+/// A validated DiskSim layout.
+#[derive(Clone, Debug)]
+pub struct G1Layout {
+    surfaces: i64,
+    sparing: Sparing,
+    mapping: Mapping,
+    rangesize: i64,
+    bands: Vec<Band>,
+    capacity: i64,
+}
+
+/// DiskSim's `addmult`: `start + mult·q` modulo a revolution, plus `x` for every time the
+/// sum passes a whole revolution (`trkspace` keeps sector boundaries aligned).
+fn addmult(start: u32, mult: i64, q: u32, x: u32) -> u32 {
+    let tmp = i64::from(start) + mult * i64::from(q);
+    let wraps = tmp.div_euclid(REV);
+    let v = i64::from(start) + mult * i64::from(q) + wraps * i64::from(x);
+    v.rem_euclid(REV) as u32
+}
+
+#[cfg(test)]
+pub(crate) fn addmult_for_test(start: u32, mult: i64, q: u32, x: u32) -> u32 {
+    addmult(start, mult, q, x)
+}
+
+/// DiskSim's `dm_angle_dtoi` for a fraction of a revolution.
+fn angle_of_revolutions(mut a: f64) -> u32 {
+    if a > 1.0 {
+        a -= a.trunc();
+    }
+    ((a * REV as f64) as i64).rem_euclid(REV) as u32
+}
+
+impl G1Layout {
+    pub fn new(spec: &DriveSpec) -> Result<G1Layout, DriveError> {
+        let bad = |key: String, msg: String| DriveError::Invalid { key, msg };
+        let layout: &LayoutSpec = &spec.layout;
+        let sparing = layout.sparing.expect("called for DiskSim layouts only");
+        match sparing {
+            Sparing::None | Sparing::SectorsPerCylinderAtFront | Sparing::SectorsPerCylinderAtFrontSlipToEnd => {
+                return Err(bad(
+                    "layout.sparing".into(),
+                    format!(
+                        "DiskSim sparing scheme {} is not supported (DiskSim's own LBN-to-PBN mapping for it is inconsistent); supported: 1, 2, 3, 4, 7, 8, 9, 10",
+                        sparing.disksim_number()
+                    ),
+                ))
+            }
+            _ => {}
+        }
+        if layout.sparing_range_cylinders == 0 {
+            return Err(bad(
+                "layout.sparing_range_cylinders".into(),
+                "must be > 0, got 0".into(),
+            ));
+        }
+        if layout.zones.len() != spec.zones.len() {
+            return Err(bad(
+                "layout.zones".into(),
+                format!(
+                    "has {} entries; the drive has {} zones",
+                    layout.zones.len(),
+                    spec.zones.len()
+                ),
+            ));
+        }
+        if !spec.slips.is_empty() {
+            return Err(bad(
+                "slips".into(),
+                "must be empty with a DiskSim layout (slips are per zone: layout.zones[i].slips)"
+                    .into(),
+            ));
+        }
+        let mut g = G1Layout {
+            surfaces: i64::from(spec.surfaces),
+            sparing,
+            mapping: layout.mapping,
+            rangesize: i64::from(layout.sparing_range_cylinders),
+            bands: Vec::with_capacity(spec.zones.len()),
+            capacity: 0,
+        };
+        let mut prev_end: Option<u32> = None;
+        for (i, (z, lz)) in spec.zones.iter().zip(&layout.zones).enumerate() {
+            let key = |f: &str| format!("zones[{i}].{f}");
+            if let Some(p) = prev_end {
+                if z.first_cylinder <= p {
+                    return Err(bad(
+                        key("first_cylinder"),
+                        format!("zones must be in cylinder order without overlap: {} after a zone ending at {p}", z.first_cylinder),
+                    ));
+                }
+            }
+            if z.last_cylinder < z.first_cylinder {
+                return Err(bad(
+                    key("last_cylinder"),
+                    format!(
+                        "{} is before first_cylinder {}",
+                        z.last_cylinder, z.first_cylinder
+                    ),
+                ));
+            }
+            if z.spare_sectors_per_track != 0 || z.spare_sectors_per_zone != 0 {
+                return Err(bad(
+                    key("spare_sectors_per_track"),
+                    "must be 0 with a DiskSim layout (spares are layout.zones[i].spares)".into(),
+                ));
+            }
+            if z.sectors_per_track == 0 {
+                return Err(bad(key("sectors_per_track"), "must be > 0".into()));
+            }
+            prev_end = Some(z.last_cylinder);
+            let band = g.band(i, z, lz, &bad)?;
+            g.bands.push(band);
+        }
+        let mut first = 0i64;
+        for b in &mut g.bands {
+            b.first_lbn = first;
+            first += b.blks;
+        }
+        g.capacity = first;
+        g.check_reach(spec)?;
+        Ok(g)
+    }
+
+    fn band(
+        &self,
+        i: usize,
+        z: &ZoneSpec,
+        lz: &crate::drive::layout_spec::LayoutZone,
+        bad: &dyn Fn(String, String) -> DriveError,
+    ) -> Result<Band, DriveError> {
+        let key = |f: &str| format!("zones[{i}].{f}");
+        let lkey = |f: &str| format!("layout.zones[{i}].{f}");
+        let spt = i64::from(z.sectors_per_track);
+        let sector_width = (REV / spt) as u32;
+        let trkspace = (REV % spt) as u32;
+        let to_angle = |v: f64, k: String| -> Result<u32, DriveError> {
+            if !v.is_finite() || v < 0.0 {
+                return Err(bad(k, format!("must be >= 0, got {v}")));
+            }
+            Ok(match z.skew_unit {
+                // DiskSim: `(int)d * sector_width`, in unsigned 32-bit arithmetic.
+                SkewUnit::Sectors => {
+                    ((v.trunc() as i64) * i64::from(sector_width)).rem_euclid(REV) as u32
+                }
+                SkewUnit::Revolutions => angle_of_revolutions(v),
+            })
+        };
+        let cylcnt = i64::from(z.last_cylinder - z.first_cylinder + 1);
+        let surfaces = self.surfaces;
+        let sparecnt = i64::from(lz.spares);
+        let deadspace = i64::from(lz.front_space_sectors);
+        let slips: Vec<i64> = lz.slips.iter().map(|&s| i64::from(s)).collect();
+        let defects: Vec<(i64, i64)> = lz
+            .defects
+            .iter()
+            .map(|&(d, r)| (i64::from(d), i64::from(r)))
+            .collect();
+        let nslips = slips.len() as i64;
+        let mut blks = cylcnt * spt * surfaces - deadspace;
+        blks -= match self.sparing {
+            Sparing::Tracks => sparecnt * spt,
+            Sparing::SectorsPerTrack => sparecnt * cylcnt * surfaces,
+            Sparing::SectorsAtZoneEnd => nslips,
+            Sparing::SectorsPerZone => sparecnt,
+            Sparing::SectorsPerZoneSlipToEnd => sparecnt + nslips,
+            Sparing::SectorsPerCylinder => sparecnt * cylcnt,
+            Sparing::SectorsPerCylinderSlipToEnd => sparecnt * cylcnt + nslips,
+            Sparing::SectorsPerRange => sparecnt * (cylcnt / self.rangesize),
+            Sparing::None
+            | Sparing::SectorsPerCylinderAtFront
+            | Sparing::SectorsPerCylinderAtFrontSlipToEnd => {
+                unreachable!("rejected above")
+            }
+        };
+        if blks <= 0 {
+            return Err(bad(
+                lkey("spares"),
+                format!("the zone holds no LBN ({blks} blocks after spares and front space)"),
+            ));
+        }
+        // Slips and defects are zone-relative physical sector numbers (tracks for scheme 1).
+        let units = if self.sparing == Sparing::Tracks {
+            cylcnt * surfaces
+        } else {
+            cylcnt * surfaces * spt
+        };
+        for (j, &s) in slips.iter().enumerate() {
+            if s >= units {
+                return Err(bad(
+                    format!("layout.zones[{i}].slips[{j}]"),
+                    format!("{s} is beyond the zone ({units})"),
+                ));
+            }
+        }
+        for (j, &(d, r)) in defects.iter().enumerate() {
+            if d >= units || r >= units {
+                return Err(bad(
+                    format!("layout.zones[{i}].defects[{j}]"),
+                    format!("({d}, {r}) is beyond the zone ({units})"),
+                ));
+            }
+        }
+        match self.sparing {
+            Sparing::Tracks if nslips + defects.len() as i64 > sparecnt => {
+                return Err(bad(
+                    lkey("spares"),
+                    format!(
+                        "{} slips and {} defects outnumber the {sparecnt} spare tracks",
+                        nslips,
+                        defects.len()
+                    ),
+                ));
+            }
+            Sparing::SectorsPerCylinder if nslips > 0 => {
+                // DiskSim's scheme 2 moves a slipped cylinder's last LBN onto the next
+                // cylinder's first sector, which already holds an LBN.
+                return Err(bad(
+                    lkey("slips"),
+                    "DiskSim's sparing scheme 2 maps two LBNs to one sector when a zone has slips; not supported".into(),
+                ));
+            }
+            Sparing::SectorsPerTrack => {
+                // DiskSim cannot slip past a track's end: at most `spares` slips per track.
+                let mut per_track = std::collections::BTreeMap::new();
+                for &s in &slips {
+                    *per_track.entry(s / spt).or_insert(0i64) += 1;
+                }
+                if let Some((t, n)) = per_track.iter().find(|(_, &n)| n > sparecnt) {
+                    return Err(bad(
+                        lkey("slips"),
+                        format!("track {t} has {n} slips but only {sparecnt} spare sectors"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        Ok(Band {
+            startcyl: i64::from(z.first_cylinder),
+            endcyl: i64::from(z.last_cylinder),
+            spt,
+            deadspace,
+            sparecnt,
+            slips,
+            defects,
+            blks,
+            first_lbn: 0,
+            firstblkangle: to_angle(lz.first_block_offset, lkey("first_block_offset"))?,
+            trackskew: to_angle(z.track_skew, key("track_skew"))?,
+            cylskew: to_angle(z.cylinder_skew, key("cylinder_skew"))?,
+            sector_width,
+            trkspace,
+        })
+    }
+
+    /// Every LBN must land inside its zone and on an existing cylinder.
+    fn check_reach(&self, spec: &DriveSpec) -> Result<(), DriveError> {
+        for (i, b) in self.bands.iter().enumerate() {
+            let (c0, _, _) = self.ltop_raw(b.first_lbn, true);
+            let (c1, _, _) = self.ltop_raw(b.first_lbn + b.blks - 1, true);
+            if c0 < b.startcyl || c1 > b.endcyl || c1 >= i64::from(spec.cylinders) {
+                return Err(DriveError::Invalid {
+                    key: format!("zones[{i}]"),
+                    msg: format!(
+                        "its LBNs reach cylinders {c0}..={c1}, outside the zone ({}..={}) or the drive ({} cylinders)",
+                        b.startcyl, b.endcyl, spec.cylinders
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.capacity as u64
+    }
+
+    pub fn zone_count(&self) -> usize {
+        self.bands.len()
+    }
+
+    /// (first LBN, LBN count) of zone `i`.
+    pub fn zone_lbns(&self, i: usize) -> (u64, u64) {
+        let b = &self.bands[i];
+        (b.first_lbn as u64, b.blks as u64)
+    }
+
+    fn band_of_lbn(&self, lbn: i64) -> &Band {
+        let i = self.bands.partition_point(|b| b.first_lbn + b.blks <= lbn);
+        &self.bands[i]
+    }
+
+    /// The zone holding `cyl`, or for a cylinder no zone lists, the zone before it (DiskSim's
+    /// `g1_st_pbn`), or the first zone.
+    fn band_of_cyl(&self, cyl: i64) -> (&Band, bool) {
+        let i = self.bands.partition_point(|b| b.endcyl < cyl);
+        if let Some(b) = self.bands.get(i) {
+            if b.startcyl <= cyl {
+                return (b, true);
+            }
+        }
+        (&self.bands[i.saturating_sub(1)], false)
+    }
+
+    /// Physical sectors per track on `cylinder`.
+    pub fn sectors_per_track(&self, cylinder: u32) -> u32 {
+        self.band_of_cyl(i64::from(cylinder)).0.spt as u32
+    }
+
+    /// DiskSim's `g1_surfno_on_cyl`: the head of logical surface `head` on `cyl` (an
+    /// involution).
+    fn surfno(&self, b: &Band, cyl: i64, head: i64) -> i64 {
+        let reversed = match self.mapping {
+            Mapping::Normal => false,
+            Mapping::SurfaceSerpentineByZone => (cyl - b.startcyl) % 2 == 1,
+            Mapping::SurfaceSerpentineByCylinder => cyl % 2 == 1,
+        };
+        if reversed {
+            self.surfaces - head - 1
+        } else {
+            head
+        }
+    }
+
+    /// DiskSim's `dm_translate_ltop`: `MAP_FULL` with `defects`, `MAP_ADDSLIPS` without.
+    fn ltop_raw(&self, lbn: i64, defects: bool) -> (i64, i64, i64) {
+        let b = self.band_of_lbn(lbn);
+        let mut lbn = lbn - b.first_lbn + b.deadspace;
+        let surfaces = self.surfaces;
+        let spt = b.spt;
+        let bpc = spt * surfaces;
+        let (cyl, logical_head, sector) = match self.sparing {
+            Sparing::Tracks => {
+                let mut trackno = lbn / spt;
+                for &s in &b.slips {
+                    if s <= trackno {
+                        trackno += 1;
+                    }
+                }
+                if defects {
+                    if let Some(&(_, r)) = b.defects.iter().find(|&&(d, _)| d == trackno) {
+                        trackno = r;
+                    }
+                }
+                (trackno / surfaces, trackno % surfaces, lbn % spt)
+            }
+            Sparing::SectorsPerTrack => {
+                let lpt = spt - b.sparecnt;
+                let mut trackno = lbn / lpt;
+                lbn %= lpt;
+                let mut first = spt * trackno;
+                for &s in &b.slips {
+                    if s >= first && s - first <= lbn {
+                        lbn += 1;
+                    }
+                }
+                if defects {
+                    for &(d, r) in &b.defects {
+                        if d == first + lbn {
+                            trackno = r / spt;
+                            first = spt * trackno;
+                            lbn = r % spt;
+                        }
+                    }
+                }
+                assert!(lbn < spt, "slips crossed a track end (checked at load)");
+                (trackno / surfaces, trackno % surfaces, lbn)
+            }
+            Sparing::SectorsPerCylinder
+            | Sparing::SectorsPerCylinderSlipToEnd
+            | Sparing::SectorsAtZoneEnd => {
+                let to_end = self.sparing != Sparing::SectorsPerCylinder;
+                let lpc = bpc - b.sparecnt;
+                let mut cyl = lbn / lpc;
+                lbn %= lpc;
+                let first = cyl * bpc;
+                let mut slips = 0;
+                for &s in &b.slips {
+                    if (to_end && s / bpc < cyl) || (s >= first && s - first <= lbn + slips) {
+                        slips += 1;
+                    }
+                }
+                lbn += slips;
+                let remap = defects
+                    .then(|| b.defects.iter().find(|&&(d, r)| d == first + lbn && r != d))
+                    .flatten();
+                if let Some(&(_, r)) = remap {
+                    cyl = r / bpc;
+                    lbn = r % bpc;
+                } else {
+                    cyl += lbn / lpc;
+                    lbn %= lpc;
+                }
+                (cyl, lbn / spt, lbn % spt)
+            }
+            Sparing::SectorsPerRange => {
+                let bpr = bpc * self.rangesize;
+                let lpr = bpr - b.sparecnt;
+                let rangeno = lbn / lpr;
+                lbn %= lpr;
+                let first = rangeno * bpr;
+                let mut slips = 0;
+                for &s in &b.slips {
+                    if s >= first && s - first <= lbn + slips {
+                        slips += 1;
+                    }
+                }
+                lbn += slips;
+                if defects {
+                    if let Some(&(_, r)) =
+                        b.defects.iter().find(|&&(d, r)| d == first + lbn && r != d)
+                    {
+                        lbn = r % bpr;
+                    }
+                }
+                (
+                    rangeno * self.rangesize + lbn / bpc,
+                    (lbn % bpc) / spt,
+                    lbn % spt,
+                )
+            }
+            Sparing::SectorsPerZone | Sparing::SectorsPerZoneSlipToEnd => {
+                let mut slips = 0;
+                for &s in &b.slips {
+                    if s <= lbn + slips {
+                        slips += 1;
+                    }
+                }
+                lbn += slips;
+                if defects {
+                    if let Some(&(_, r)) = b.defects.iter().find(|&&(d, r)| d == lbn && r != d) {
+                        lbn = r;
+                    }
+                }
+                (lbn / bpc, (lbn % bpc) / spt, lbn % spt)
+            }
+            Sparing::None
+            | Sparing::SectorsPerCylinderAtFront
+            | Sparing::SectorsPerCylinderAtFrontSlipToEnd => {
+                unreachable!("rejected at load")
+            }
+        };
+        let cyl = cyl + b.startcyl;
+        (cyl, self.surfno(b, cyl, logical_head), sector)
+    }
+
+    /// Physical position of `lbn` (DiskSim `MAP_FULL`).
+    pub fn ltop(&self, lbn: u64) -> Chs {
+        assert!(
+            lbn < self.capacity(),
+            "lbn {lbn} beyond capacity {}",
+            self.capacity
+        );
+        let (c, h, s) = self.ltop_raw(lbn as i64, true);
+        Chs {
+            cylinder: u32::try_from(c).expect("checked at load"),
+            head: u32::try_from(h).expect("head fits u32"),
+            sector: u32::try_from(s).expect("sector fits u32"),
+        }
+    }
+
+    /// Zone-relative position of a sector in LBN order (logical surface order).
+    fn position(&self, b: &Band, c: i64, h: i64, s: i64) -> i64 {
+        ((c - b.startcyl) * self.surfaces + self.surfno(b, c, h)) * b.spt + s
+    }
+
+    /// The LBN stored at `chs`, or `None` for spare, slipped, remapped-away and unlisted
+    /// sectors: the exact inverse of [`G1Layout::ltop`].
+    pub fn ptol(&self, chs: Chs) -> Option<u64> {
+        let (c, h, s) = (
+            i64::from(chs.cylinder),
+            i64::from(chs.head),
+            i64::from(chs.sector),
+        );
+        let (b, listed) = self.band_of_cyl(c);
+        if !listed || h >= self.surfaces || s >= b.spt {
+            return None;
+        }
+        let target = self.position(b, c, h, s);
+        let full_is = |lbn: i64| self.ltop_raw(lbn, true) == (c, h, s);
+        // A replacement sector holds the LBN whose slipped-only position is the defect.
+        for &(d, r) in &b.defects {
+            let unit = if self.sparing == Sparing::Tracks {
+                b.spt
+            } else {
+                1
+            };
+            let rp = if unit == 1 { r } else { r * unit + s };
+            if rp == target {
+                let dp = if unit == 1 { d } else { d * unit + s };
+                if let Some(lbn) = self.search(b, dp) {
+                    if full_is(lbn) {
+                        return Some(lbn as u64);
+                    }
+                }
+            }
+        }
+        let lbn = self.search(b, target)?;
+        full_is(lbn).then_some(lbn as u64)
+    }
+
+    /// The band LBN whose slips-only position is `target` (positions grow with the LBN).
+    fn search(&self, b: &Band, target: i64) -> Option<i64> {
+        let pos = |lbn: i64| {
+            let (c, h, s) = self.ltop_raw(lbn, false);
+            self.position(b, c, h, s)
+        };
+        let (mut lo, mut hi) = (b.first_lbn, b.first_lbn + b.blks);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pos(mid) < target {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        (lo < b.first_lbn + b.blks && pos(lo) == target).then_some(lo)
+    }
+
+    /// How many LBNs from `lbn` on lie in consecutive physical sectors of one track.
+    pub fn run_on_track(&self, lbn: u64) -> u32 {
+        let l = lbn as i64;
+        let b = self.band_of_lbn(l);
+        let (c, h, s) = self.ltop_raw(l, true);
+        let p0 = self.position(b, c, h, s);
+        let bound = (b.spt - s).min(b.first_lbn + b.blks - l);
+        let at = |i: i64| {
+            let (c2, h2, s2) = self.ltop_raw(l + i, true);
+            (c2, h2) == (c, h) && s2 == s + i && self.position(b, c2, h2, s2) == p0 + i
+        };
+        let run = if b.defects.is_empty() {
+            // Positions strictly grow with the LBN, so "still adjacent" holds for a prefix.
+            let (mut lo, mut hi) = (1i64, bound);
+            while lo < hi {
+                let mid = lo + (hi - lo + 1) / 2;
+                if at(mid - 1) {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            lo
+        } else {
+            let mut n = 1;
+            while n < bound && at(n) {
+                n += 1;
+            }
+            n
+        };
+        u32::try_from(run).expect("a track run fits u32")
+    }
+
+    /// DiskSim's `g1_map_pbn_skew`: the angle at which physical sector `chs` starts, in
+    /// 2^-32 revolutions.
+    pub fn angle(&self, chs: Chs) -> u32 {
+        let (c, h, s) = (
+            i64::from(chs.cylinder),
+            i64::from(chs.head),
+            i64::from(chs.sector),
+        );
+        let (b, _) = self.band_of_cyl(c);
+        let cylno = c - b.startcyl;
+        let surf = self.surfno(b, c, h);
+        let switches = surf + (self.surfaces - 1) * cylno;
+        let mut a = addmult(b.firstblkangle, switches, b.trackskew, b.trkspace);
+        a = addmult(a, cylno, b.cylskew, b.trkspace);
+        let per_cyl = matches!(
+            self.sparing,
+            Sparing::SectorsPerCylinder
+                | Sparing::SectorsPerCylinderSlipToEnd
+                | Sparing::SectorsPerCylinderAtFront
+                | Sparing::SectorsPerCylinderAtFrontSlipToEnd
+        );
+        let mut slipoffs = 0;
+        if per_cyl || self.sparing == Sparing::SectorsPerTrack {
+            let mut tracks = cylno * self.surfaces;
+            if self.sparing == Sparing::SectorsPerTrack {
+                tracks += h;
+            }
+            let cutoff = tracks * b.spt;
+            slipoffs = b.slips.iter().filter(|&&x| x < cutoff).count() as i64;
+        }
+        a = addmult(a, slipoffs, b.sector_width, b.trkspace);
+        addmult(a, s, b.sector_width, b.trkspace)
+    }
+
+    /// DiskSim's sector index for an angle on a track of `chs`'s zone: rounded up to the next
+    /// sector boundary (as `g1_ltop_0t` does).
+    pub fn angle_sector(&self, chs: Chs, angle: u32) -> u32 {
+        let (b, _) = self.band_of_cyl(i64::from(chs.cylinder));
+        let w = b.sector_width;
+        let mut idx = (angle / w) as i64 % b.spt;
+        if !angle.is_multiple_of(w) {
+            idx = (idx + 1) % b.spt;
+        }
+        idx as u32
+    }
+}
