@@ -538,10 +538,15 @@ impl Controller {
         }
         let a = drive.access(start, &self.head, x, None, rng);
         let mut media_end = a.end;
-        let first_in = bus_start + p.bus_sector_write;
-        let first_write = Nanos(a.end.0 - (a.transfer + a.switches).0);
-        if first_write < first_in {
-            // Missed the sector: one more revolution.
+        // Sector k goes to the media at first_write + k·(media time per sector) and must be
+        // in the buffer by then; when the interface is slower than the media, the last
+        // sector is the binding one. Each miss costs a revolution.
+        let media_sector = Span((a.transfer + a.switches).0 / n.max(1));
+        let mut first_write = Nanos(a.end.0 - (a.transfer + a.switches).0);
+        let lag = p.bus_sector_write.0.saturating_sub(media_sector.0) * (n - 1);
+        let needed = bus_start + p.bus_sector_write + Span(lag);
+        while first_write < needed {
+            first_write += drive.period();
             media_end += drive.period();
         }
         self.head.cylinder = a.end_cylinder;
