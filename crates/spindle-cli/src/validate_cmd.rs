@@ -8,9 +8,8 @@
 //! has run.
 //!
 //! The model: `--drive` when given (a built-in id, a drive TOML file or a `.parv` file);
-//! otherwise the directory's `.parv` through the DiskSim import. When that import fails, the
-//! failure is reported on stderr and the built-in drive of the same name (the directory name in
-//! lower case) is used instead, marked with `*` in the table and `model_note` in JSON.
+//! otherwise the directory's `.parv` through the DiskSim import. When that import fails the
+//! command fails: validating another model than the one asked for would mislead.
 
 use crate::progress;
 use anyhow::{anyhow, bail, Context};
@@ -54,9 +53,6 @@ struct DriveResult {
     drive: String,
     /// The drive model replayed on.
     model: String,
-    /// Why the model is not the directory's `.parv` (absent when it is, or when --drive chose).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    model_note: Option<String>,
     requests: u64,
     measured_mean_ms: f64,
     simulated_mean_ms: f64,
@@ -134,17 +130,12 @@ fn import(parv: &Path) -> Result<Drive, String> {
 }
 
 /// The model for `dir`: (drive, description, note when it is a fallback).
-fn pick_model(
-    dir: &Path,
-    name: &str,
-    choice: Option<&str>,
-    quiet_warn: &dyn Fn(&str),
-) -> anyhow::Result<(Drive, String, Option<String>)> {
+fn pick_model(dir: &Path, choice: Option<&str>) -> anyhow::Result<(Drive, String)> {
     if let Some(m) = choice {
         if m.ends_with(".parv") {
             let d = import(Path::new(m))
                 .map_err(|e| anyhow!("--drive {m}: the DiskSim import failed: {e}"))?;
-            return Ok((d, m.to_string(), None));
+            return Ok((d, m.to_string()));
         }
         let read = crate::run_cmd::reader_relative_to(None);
         let d = resolve_drive(m, &read).map_err(|e| anyhow!("--drive {m}: {e}"))?;
@@ -153,36 +144,25 @@ fn pick_model(
         } else {
             m.to_string()
         };
-        return Ok((d, what, None));
+        return Ok((d, what));
     }
     let parvs = files_with(dir, "parv")?;
     let failure = match parvs.as_slice() {
         [parv] => match import(parv) {
             Ok(d) => {
                 let file = parv.file_name().map(|f| f.to_string_lossy().into_owned());
-                return Ok((d, file.unwrap_or_default(), None));
+                return Ok((d, file.unwrap_or_default()));
             }
             Err(e) => format!("the DiskSim import of its .parv failed: {e}"),
         },
         [] => "it has no .parv file".to_string(),
         _ => "it has several .parv files".to_string(),
     };
-    let id = name.to_ascii_lowercase();
-    if library::builtin_spec(&id).is_none() {
-        bail!(
-            "{}: {failure}; no built-in drive is named {id:?} either (use --drive)",
-            dir.display()
-        );
-    }
-    quiet_warn(&format!(
-        "warning: {name}: {failure}; using the built-in drive {id} instead (choose with --drive)"
-    ));
-    let d = resolve_drive(&id, &|p: &str| Err(format!("{p}: not read")))
-        .map_err(|e| anyhow!("built-in drive {id}: {e}"))?;
-    Ok((d, format!("built-in {id}"), Some(failure)))
+    // A validation that quietly used another model would report numbers for the wrong drive.
+    bail!("{}: {failure} (name a model with --drive)", dir.display())
 }
 
-fn validate_dir(dir: &Path, choice: Option<&str>, warn: &dyn Fn(&str)) -> anyhow::Result<Done> {
+fn validate_dir(dir: &Path, choice: Option<&str>) -> anyhow::Result<Done> {
     let name = dir_name(dir);
     let traces = files_with(dir, "trace")?;
     let trace_path = match traces.as_slice() {
@@ -193,7 +173,7 @@ fn validate_dir(dir: &Path, choice: Option<&str>, warn: &dyn Fn(&str)) -> anyhow
             dir.display()
         ),
     };
-    let (drive, model, model_note) = pick_model(dir, &name, choice, warn)?;
+    let (drive, model) = pick_model(dir, choice)?;
     let count = count_records(&trace_path).map_err(|e| anyhow!(e))?;
     let shown = trace_path.display().to_string();
     let records = ValidateReader::new(open_input(&trace_path).map_err(|e| anyhow!(e))?);
@@ -209,7 +189,6 @@ fn validate_dir(dir: &Path, choice: Option<&str>, warn: &dyn Fn(&str)) -> anyhow
     let result = DriveResult {
         drive: name,
         model,
-        model_note,
         requests: v.requests,
         measured_mean_ms: v.measured_mean_ms,
         simulated_mean_ms: v.simulated_mean_ms,
@@ -312,11 +291,7 @@ fn table(done: &[Done]) -> String {
     );
     for d in done {
         let r = &d.result;
-        let model = format!(
-            "{}{}",
-            r.model,
-            if r.model_note.is_some() { "*" } else { "" }
-        );
+        let model = &r.model;
         let disksim = r
             .disksim_rms_ms
             .map_or_else(|| "-".to_string(), |x| format!("{x:.3}"));
@@ -333,9 +308,6 @@ fn table(done: &[Done]) -> String {
             disksim
         );
     }
-    if done.iter().any(|d| d.result.model_note.is_some()) {
-        s.push_str("* the directory's .parv could not be imported; the built-in drive of the same name was used\n");
-    }
     s.push_str("(means are per request; rms = DiskSim's demerit figure, rms horizontal distance between the service-time CDFs)\n");
     s
 }
@@ -347,11 +319,10 @@ pub fn run(args: ValidateArgs, quiet: bool) -> anyhow::Result<()> {
         vec![args.dir.clone()]
     };
     let bar = progress::bar(Some(dirs.len() as u64), quiet, "validating");
-    let warn = |m: &str| bar.suspend(|| eprintln!("{m}"));
     let mut done = Vec::with_capacity(dirs.len());
     for dir in &dirs {
         bar.set_message(format!("validating {}", dir_name(dir)));
-        done.push(validate_dir(dir, args.drive.as_deref(), &warn)?);
+        done.push(validate_dir(dir, args.drive.as_deref())?);
         bar.inc(1);
     }
     bar.finish_and_clear();

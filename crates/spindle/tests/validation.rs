@@ -231,7 +231,7 @@ fn model(dir: &Path, drive: &str) -> (Drive, String) {
 }
 
 #[test]
-#[ignore = "needs the on-disk buffer model (fast writes, read-ahead) and the DiskSim .parv import, both being written; today writes are up to 5x slow and rms is 1.5-3.7 ms (see docs/validation.md)"]
+#[ignore = "3 of 6 drives still score above DiskSim (ibm18es 0.185 vs 0.136, hp_c2247a 0.202 vs 0.090, hp_c2490a 0.255 vs 0.254 ms on 2026-11-21); buffer/controller model being finished, see docs/validation.md"]
 fn every_drive_scores_at_least_as_well_as_disksim() {
     let Some(dir) = data_dir() else { return };
     let mut failures = Vec::new();
