@@ -265,3 +265,77 @@ fn bench_runs_its_three_scenarios() {
         "scenario b utilisation {util_b}"
     );
 }
+
+fn shared(rel: &str) -> Option<std::path::PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared")
+        .join(rel);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("skipping: {} is absent", p.display());
+        None
+    }
+}
+
+#[test]
+fn validate_scores_a_real_drive_against_its_measured_trace() {
+    let Some(dir) = shared("validation/disksim/cheetah9LP") else {
+        return;
+    };
+    let o = spindle(&["validate", dir.to_str().unwrap(), "--json", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let v: serde_json::Value =
+        serde_json::from_str(out.lines().next().unwrap()).expect("JSON per drive");
+    assert_eq!(v["drive"], "cheetah9LP");
+    assert_eq!(v["requests"].as_u64(), Some(10_000));
+    // The measured mean is the trace's own (4.273 ms in the folder's README).
+    assert!((v["measured_mean_ms"].as_f64().unwrap() - 4.273).abs() < 0.0005);
+    for f in ["simulated_mean_ms", "rms_ms", "disksim_rms_ms"] {
+        assert!(v[f].as_f64().is_some_and(|x| x > 0.0), "{f}: {v}");
+    }
+}
+
+#[test]
+fn validate_refuses_a_folder_without_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.trace"), "R Hit 100 8 5000.0 100.0\n").unwrap();
+    let o = spindle(&["validate", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no .parv"), "{}", stderr(&o));
+}
+
+#[test]
+fn an_imported_drive_file_runs_like_the_parv_it_came_from() {
+    let Some(parv) = shared("validation/disksim/atlas10k/atlas10k.parv") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("atlas.toml");
+    let o = spindle(&[
+        "drives",
+        "import",
+        parv.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run = |model: &str| {
+        let o = spindle(&[
+            "run",
+            "--json",
+            "--set",
+            &format!("drive.model={model:?}"),
+            "--set",
+            "run.requests=3000",
+            "--set",
+            "workload.read_fraction=0.6",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (v["latency"].clone(), v["throughput_iops"].clone())
+    };
+    // Same experiment on the .parv and on the written file: identical results.
+    assert_eq!(run(parv.to_str().unwrap()), run(out.to_str().unwrap()));
+}
