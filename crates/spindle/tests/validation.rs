@@ -230,40 +230,70 @@ fn model(dir: &Path, drive: &str) -> (Drive, String) {
     }
 }
 
+/// Replays every drive of the README's table on its imported `.parv` model: one line of
+/// results per drive (measured mean, simulated mean, rms, DiskSim's rms).
+fn replay_all(dir: &Path) -> Vec<(String, validate::Validation, f64)> {
+    readme_rows(dir)
+        .into_iter()
+        .map(|row| {
+            let (drive, what) = model(dir, &row.dir);
+            let v = validate::replay(Arc::new(drive), reader(&trace_path(dir, &row.dir)), Some(row.requests), &mut |_, _| {})
+                .unwrap_or_else(|e| panic!("{}: {e}", row.dir));
+            assert_eq!(v.requests, row.requests);
+            let disksim = disksim_cdfs(dir, &row.dir).rms_ms();
+            eprintln!(
+                "{:<11} {what:<20} measured {:.3} ms, spindle {:.3} ms ({:+.1} %), rms {:.3} ms, DiskSim rms {disksim:.3} ms",
+                row.dir,
+                v.measured_mean_ms,
+                v.simulated_mean_ms,
+                v.mean_error_pct(),
+                v.rms_ms
+            );
+            (row.dir.clone(), v, disksim)
+        })
+        .collect()
+}
+
+/// The bound on the mean: within 2 % of the real drive's measured mean service time,
+/// on every drive.
 #[test]
-#[ignore = "3 of 6 drives still score above DiskSim (ibm18es 0.185 vs 0.136, hp_c2247a 0.202 vs 0.090, hp_c2490a 0.255 vs 0.254 ms on 2026-11-21); buffer/controller model being finished, see docs/validation.md"]
-fn every_drive_scores_at_least_as_well_as_disksim() {
+fn every_drive_simulated_mean_is_within_two_percent_of_measured() {
     let Some(dir) = data_dir() else { return };
-    let mut failures = Vec::new();
-    for row in readme_rows(&dir) {
-        let (drive, what) = model(&dir, &row.dir);
-        let v = validate::replay(
-            Arc::new(drive),
-            reader(&trace_path(&dir, &row.dir)),
-            Some(row.requests),
-            &mut |_, _| {},
-        )
-        .unwrap_or_else(|e| panic!("{}: {e}", row.dir));
-        let disksim = disksim_cdfs(&dir, &row.dir).rms_ms();
-        let line = format!(
-            "{:<11} {what:<20} measured {:.3} ms, spindle {:.3} ms ({:+.1} %), rms {:.3} ms, DiskSim rms {disksim:.3} ms",
-            row.dir,
-            v.measured_mean_ms,
-            v.simulated_mean_ms,
-            v.mean_error_pct(),
-            v.rms_ms
-        );
-        eprintln!("{line}");
-        assert_eq!(v.requests, row.requests);
-        if v.rms_ms > disksim || v.mean_error_pct().abs() > 2.0 {
-            failures.push(line);
+    let off: Vec<String> = replay_all(&dir)
+        .into_iter()
+        .filter(|(_, v, _)| v.mean_error_pct().abs() > 2.0)
+        .map(|(d, v, _)| format!("{d}: {:+.2} %", v.mean_error_pct()))
+        .collect();
+    assert!(off.is_empty(), "simulated mean more than 2 % off: {off:?}");
+}
+
+/// The drives on which spindle already scores at least as well as DiskSim 4.0 must stay
+/// there (a regression guard while the other three are worked on).
+#[test]
+fn atlas10k_cheetah9lp_and_dec_rz26_score_at_least_as_well_as_disksim() {
+    let Some(dir) = data_dir() else { return };
+    for (d, v, disksim) in replay_all(&dir) {
+        if ["atlas10k", "cheetah9LP", "dec_rz26"].contains(&d.as_str()) {
+            assert!(
+                v.rms_ms <= disksim,
+                "{d}: rms {:.3} ms > DiskSim's {disksim:.3} ms",
+                v.rms_ms
+            );
         }
     }
-    assert!(
-        failures.is_empty(),
-        "rms must be <= DiskSim's and the mean within 2 % of the measured mean:\n{}",
-        failures.join("\n")
-    );
+}
+
+/// The bound on the distribution: rms no worse than DiskSim 4.0's on every drive.
+#[test]
+#[ignore = "3 of 6 drives still score above DiskSim (ibm18es 0.185 vs 0.136, hp_c2247a 0.202 vs 0.090, hp_c2490a 0.255 vs 0.254 ms on 2026-11-21); see docs/validation.md"]
+fn every_drive_rms_is_at_most_disksims() {
+    let Some(dir) = data_dir() else { return };
+    let worse: Vec<String> = replay_all(&dir)
+        .into_iter()
+        .filter(|(_, v, disksim)| v.rms_ms > *disksim)
+        .map(|(d, v, disksim)| format!("{d}: {:.3} > {disksim:.3} ms", v.rms_ms))
+        .collect();
+    assert!(worse.is_empty(), "rms above DiskSim's: {worse:?}");
 }
 
 fn no_files(p: &str) -> Result<Vec<u8>, String> {
