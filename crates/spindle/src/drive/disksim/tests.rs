@@ -1,6 +1,7 @@
 //! Import tests: the six DiskSim validation drives (from `../shared/validation/disksim`,
 //! skipped with a message when absent) and small broken files written inline.
 
+use super::mech::{hplplus10_table, isqrt, Hpl};
 use super::*;
 use crate::drive::{Drive, Geometry, HeadState, Transfer};
 use crate::{Nanos, Op};
