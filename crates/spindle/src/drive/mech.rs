@@ -81,7 +81,7 @@ pub struct Drive {
     overhead_write: Span,
     seek_noise: Option<Normal<f64>>,
     rotation_noise: Option<Normal<f64>>,
-    cache: Option<CacheSpec>,
+    cache: Option<Box<CacheSpec>>,
 }
 
 fn ms(key: &str, v: f64) -> Result<Span, DriveError> {
@@ -209,13 +209,18 @@ impl Drive {
             overhead_write: ms("overhead_write_ms", spec.overhead_write_ms)?,
             seek_noise: noise("noise.seek_rel_sigma", spec.noise.seek_rel_sigma, 1.0)?,
             rotation_noise: noise("noise.rotation_sigma_ms", spec.noise.rotation_sigma_ms, 1e6)?,
-            cache: spec.cache.clone().map(validate_cache).transpose()?,
+            cache: spec
+                .cache
+                .clone()
+                .map(validate_cache)
+                .transpose()?
+                .map(Box::new),
         })
     }
 
     /// The on-disk buffer, if the drive file describes one.
     pub fn cache(&self) -> Option<&CacheSpec> {
-        self.cache.as_ref()
+        self.cache.as_deref()
     }
 
     pub fn geometry(&self) -> &Geometry {
