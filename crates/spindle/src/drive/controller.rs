@@ -66,6 +66,26 @@ struct ReadAhead {
     head: HeadState,
 }
 
+impl ReadAhead {
+    /// The read-ahead's first `k` sectors as one media access (no noise: the read-ahead
+    /// continues a transfer already under way).
+    fn first(&self, drive: &Drive, k: u64) -> Access {
+        let sectors = u32::try_from(k).expect("a read-ahead is at most a segment");
+        let x = Transfer {
+            op: Op::Read,
+            lba: self.from,
+            sectors,
+        };
+        drive.access(
+            self.began,
+            &self.head,
+            x,
+            None,
+            None::<&mut rand_pcg::Pcg64Mcg>,
+        )
+    }
+}
+
 /// Where a served request's time went, and when the host sees it done.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Service {
@@ -168,19 +188,7 @@ impl Controller {
                 return Some((ra.segment, Nanos::ZERO));
             }
             if lba >= ra.from && lba < ra.until {
-                let k = u32::try_from(lba - ra.from + 1).expect("read-ahead fits u32");
-                let a = drive.access(
-                    ra.began,
-                    &ra.head,
-                    Transfer {
-                        op: Op::Read,
-                        lba: ra.from,
-                        sectors: k,
-                    },
-                    None,
-                    None::<&mut rand_pcg::Pcg64Mcg>,
-                );
-                return Some((ra.segment, a.end));
+                return Some((ra.segment, ra.first(drive, lba - ra.from + 1).end));
             }
         }
         self.segments
@@ -201,35 +209,14 @@ impl Controller {
         let (mut lo, mut hi) = (0u64, ra.until - ra.from);
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
-            let a = drive.access(
-                ra.began,
-                &ra.head,
-                Transfer {
-                    op: Op::Read,
-                    lba: ra.from,
-                    sectors: u32::try_from(mid).expect("fits"),
-                },
-                None,
-                None::<&mut rand_pcg::Pcg64Mcg>,
-            );
-            if a.end <= t {
+            if ra.first(drive, mid).end <= t {
                 lo = mid;
             } else {
                 hi = mid - 1;
             }
         }
         if lo > 0 {
-            let a = drive.access(
-                ra.began,
-                &ra.head,
-                Transfer {
-                    op: Op::Read,
-                    lba: ra.from,
-                    sectors: u32::try_from(lo).expect("fits"),
-                },
-                None,
-                None::<&mut rand_pcg::Pcg64Mcg>,
-            );
+            let a = ra.first(drive, lo);
             done = ra.from + lo;
             cyl = a.end_cylinder;
             hd = a.end_head;
