@@ -296,7 +296,10 @@ impl Array {
     fn start_next(&mut self, now: Nanos, disk: usize) {
         let d = &mut self.disks[disk];
         assert!(d.busy.is_none(), "disk {disk} is already busy");
-        let Some(pick) = d.sched.pick(now, &d.head, &self.drive) else {
+        // Plan from when and where the arm will be free: a drive with a buffer may still be
+        // destaging write-back data when the host sees its last request done.
+        let plan_at = now.max(d.ctl.mech_free());
+        let Some(pick) = d.sched.pick(plan_at, &d.head, &self.drive) else {
             return;
         };
         let r = pick.request;

@@ -356,3 +356,36 @@ fn an_experiment_with_a_validate_workload_replays_like_the_validator() {
         .to_string();
     assert!(err.contains("workload.validate.path"), "{err}");
 }
+
+/// With an on-disk buffer the scheduler must plan from when the arm is free and include the
+/// drive's command overhead: then SATF > LOOK > FCFS holds at Q = 8 on every imported
+/// DiskSim drive, as on the buffer-less library drives (paper_models.rs).
+#[test]
+fn satf_beats_look_beats_fcfs_on_every_imported_drive() {
+    let Some(dir) = data_dir() else { return };
+    let read = |p: &str| std::fs::read(p).map_err(|e| format!("{p}: {e}"));
+    for row in readme_rows(&dir) {
+        let sub = dir.join(&row.dir);
+        let parv = std::fs::read_dir(&sub)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "parv"))
+            .unwrap();
+        let iops = |sched: &str| {
+            let text = format!(
+                "seed = 3\n[drive]\nmodel = {:?}\n[array]\nscheduler = \"{sched}\"\n[workload]\nkind = \"closed\"\nqueue_depth = 8\nread_fraction = 0.6\n[run]\nrequests = 6000\n",
+                parv.display().to_string()
+            );
+            let exp = Experiment::parse(&text, "test", &[]).unwrap();
+            exp.run(&read, &no_trace, &mut |_, _, _, _| {})
+                .unwrap()
+                .throughput_iops
+        };
+        let (satf, look, fcfs) = (iops("satf"), iops("look"), iops("fcfs"));
+        assert!(
+            satf > look && look > fcfs,
+            "{}: SATF {satf:.1}, LOOK {look:.1}, FCFS {fcfs:.1} IOPS",
+            row.dir
+        );
+    }
+}

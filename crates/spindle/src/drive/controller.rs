@@ -146,6 +146,12 @@ impl Controller {
         self.head
     }
 
+    /// When the mechanism finishes the work it is committed to (destaging write-back data):
+    /// the earliest a new media access can start.
+    pub fn mech_free(&self) -> Nanos {
+        self.mech_free
+    }
+
     /// Serves one request arriving at `now`.
     pub fn serve<R: Rng>(
         &mut self,

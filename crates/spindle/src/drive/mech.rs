@@ -218,6 +218,21 @@ impl Drive {
         })
     }
 
+    /// The drive controller's command overhead before a media access (a cache miss after a
+    /// read, the common case): part of what a scheduler must predict, though not part of
+    /// [`Drive::access`] (the controller adds it).
+    #[inline]
+    pub fn command_overhead(&self, op: Op) -> Span {
+        match (&self.cache, op) {
+            (None, _) => Span::ZERO,
+            (Some(c), Op::Read) => Span::from_ms_f64(c.read_miss_after_read_ms),
+            (Some(c), Op::Write) if c.fast_write_level == 2 => {
+                Span::from_ms_f64(c.write_hit_after_read_ms)
+            }
+            (Some(c), Op::Write) => Span::from_ms_f64(c.write_miss_after_read_ms),
+        }
+    }
+
     /// The on-disk buffer, if the drive file describes one.
     pub fn cache(&self) -> Option<&CacheSpec> {
         self.cache.as_deref()
@@ -294,7 +309,7 @@ impl Drive {
     /// started at `now`: the O(1) cost SATF compares.
     #[inline]
     pub fn position_time(&self, now: Nanos, head: &HeadState, op: Op, target: &Target) -> Span {
-        let before_seek = self.overhead(op);
+        let before_seek = self.overhead(op) + self.command_overhead(op);
         let seek = self.seek_span(head.cylinder, head.head, target.chs, op);
         let rot = self.rotational_wait(now + before_seek + seek, head.phase_ns, target.angle_ns);
         before_seek + seek + rot
