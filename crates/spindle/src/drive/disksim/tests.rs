@@ -709,3 +709,88 @@ fn scheme_2_with_slips_is_rejected() {
     let err = Geometry::new(&spec).unwrap_err().to_string();
     assert!(err.starts_with("layout.zones[0].slips"), "{err}");
 }
+
+/// Mangled DiskSim files — lines dropped, duplicated, numbers replaced by garbage, negative
+/// or huge values, brackets removed — must import, or fail with an error; never panic, and
+/// an imported result must load as a drive or fail with an error. Seeded, so a failure
+/// reproduces.
+#[test]
+fn mangled_files_never_panic() {
+    use rand::{Rng, SeedableRng};
+    if !shared_present() {
+        return;
+    }
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(0x5eed);
+    let replacements = [
+        "",
+        "-1",
+        "0",
+        "1e300",
+        "nan",
+        "x",
+        "[",
+        "}",
+        "4294967296",
+        "-0.5",
+        "1,",
+    ];
+    for (dir, parv, _) in DRIVES {
+        let base = format!("{SHARED}/{dir}");
+        let names: Vec<String> = std::fs::read_dir(&base)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| {
+                n.ends_with(".parv")
+                    || n.ends_with(".diskspecs")
+                    || n.ends_with(".model")
+                    || n.ends_with(".seek")
+            })
+            .collect();
+        for round in 0..40 {
+            // Mangle one of the drive's files; the others are read as they are.
+            let victim = &names[rng.gen_range(0..names.len())];
+            let text = std::fs::read_to_string(format!("{base}/{victim}")).unwrap();
+            let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+            for _ in 0..rng.gen_range(1..6) {
+                let i = rng.gen_range(0..lines.len());
+                match rng.gen_range(0..4) {
+                    0 => {
+                        lines.remove(i);
+                    }
+                    1 => {
+                        let l = lines[i].clone();
+                        lines.insert(i, l);
+                    }
+                    2 => {
+                        let r = replacements[rng.gen_range(0..replacements.len())];
+                        lines[i] = match lines[i].split_once('=') {
+                            Some((k, _)) => format!("{k}= {r},"),
+                            None => r.to_string(),
+                        };
+                    }
+                    _ => lines[i] = lines[i].replace(['[', ']', '{', '}'], ""),
+                }
+                if lines.is_empty() {
+                    break;
+                }
+            }
+            let mangled = lines.join("\n");
+            let read = |p: &str| -> Result<String, String> {
+                if p.ends_with(victim.as_str()) {
+                    Ok(mangled.clone())
+                } else {
+                    fs_read(p)
+                }
+            };
+            let path = format!("{base}/{parv}");
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                import_parv(&path, &read)
+                    .map(|spec| crate::drive::Drive::from_spec(&spec).map(|_| ()))
+            }));
+            assert!(
+                outcome.is_ok(),
+                "{dir} round {round}: importing a mangled {victim} panicked"
+            );
+        }
+    }
+}
