@@ -527,7 +527,7 @@ mod tests {
                 hold_bus_read: false,
                 hold_bus_write: false,
                 never_disconnect: false,
-                extra_write_disconnect: rng.gen::<bool>().then(|| ExtraWriteDisconnect {
+                extra_write_disconnect: rng.gen::<bool>().then_some(ExtraWriteDisconnect {
                     command_ms: 0.5,
                     disconnect_ms: 0.05,
                     inter_disconnect_delay_ms: 0.4,
