@@ -494,7 +494,7 @@ mod tests {
                 read_any_free_blocks: rng.gen(),
                 fast_write_level: rng.gen_range(0..3),
                 immediate_buffer_read: rng.gen(),
-                immediate_buffer_write: false,
+                immediate_buffer_write: rng.gen(),
                 combine_seq_writes: rng.gen(),
                 stop_prefetch_in_sector: rng.gen(),
                 write_hit_stop_prefetch: rng.gen(),

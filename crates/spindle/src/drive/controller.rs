@@ -362,6 +362,17 @@ impl Controller {
         let n = u64::from(x.sectors);
         let xfer = a.transfer + a.switches;
         let first_ready = a.end.0 - xfer.0;
+        // When each requested sector is in the buffer, in LBA order, and when the media
+        // access ends: in order, or out of order with zero-latency reads.
+        //
+        // Zero-latency reads (`immediate_buffer_read`) are not applied: timed as on-arrival
+        // reads (see `zero_latency`), the one validation drive that enables them (DEC RZ26)
+        // scores 0.392 ms instead of 0.327 ms against its measured trace, worse than DiskSim's
+        // 0.341, so DiskSim's meaning of the setting is not this one. Writes use it.
+        let ready: Vec<Nanos> = (1..=n)
+            .map(|k| Nanos(first_ready + xfer.0 * k / n))
+            .collect();
+        let (media_end, rotation) = (a.end, a.rotation);
         let reselect = ns(c.first_reselect_ms);
         // The drive reconnects once the high water mark of data is buffered: a fraction of
         // the request or of the segment (at least one sector).
@@ -371,12 +382,8 @@ impl Controller {
             u64::from(c.segment_sectors).min(n)
         };
         let k0 = ((c.high_water_mark * base as f64).ceil() as u64).clamp(1, n);
-        let bus_start = Nanos(first_ready + xfer.0 * k0 / n) + reselect;
-        let end = self.interface(
-            p,
-            bus_start,
-            (1..=n).map(|k| Nanos(first_ready + xfer.0 * k / n)),
-        );
+        let bus_start = ready[k0 as usize - 1] + reselect;
+        let end = self.interface(p, bus_start, ready.iter().copied());
         let done = end + ns(c.read_completion_ms);
         let seg = self.take_segment(p, false);
         let mut seg_start = x.lba;
@@ -403,18 +410,18 @@ impl Controller {
         };
         self.head.cylinder = a.end_cylinder;
         self.head.head = a.end_head;
-        self.mech_free = a.end;
-        self.start_read_ahead(drive, p, seg, x.lba + n, a.end, track_of(drive, x.lba));
+        self.mech_free = media_end;
+        self.start_read_ahead(drive, p, seg, x.lba + n, media_end, track_of(drive, x.lba));
         let access = Access {
             overhead: overhead + ns(c.read_completion_ms),
             seek: a.seek + start.since(t),
-            rotation: a.rotation,
+            rotation,
             transfer: done.since(now)
                 - overhead
                 - ns(c.read_completion_ms)
                 - a.seek
                 - start.since(t)
-                - a.rotation,
+                - rotation,
             switches: Span::ZERO,
             end: done,
             end_cylinder: a.end_cylinder,
@@ -531,6 +538,14 @@ impl Controller {
         }
         let a = drive.access(start, &self.head, x, None, rng);
         let mut media_end = a.end;
+        // Zero-latency writes: with every sector already buffered when the head lands, the
+        // write starts at the next sector boundary inside the request and wraps around.
+        let landed = start + a.overhead + a.seek;
+        let zl = if c.immediate_buffer_write && data_in <= landed {
+            zero_latency(drive, start, &self.head, x, &a)
+        } else {
+            None
+        };
         // Sector k goes to the media at first_write + k·(media time per sector) and must be
         // in the buffer by then; when the interface is slower than the media, the last
         // sector is the binding one. Each miss costs a revolution.
@@ -541,6 +556,9 @@ impl Controller {
         while first_write < needed {
             first_write += drive.period();
             media_end += drive.period();
+        }
+        if let Some(z) = zl {
+            media_end = media_end.min(z.end);
         }
         self.head.cylinder = a.end_cylinder;
         self.head.head = a.end_head;
@@ -577,10 +595,14 @@ impl Controller {
             } else {
                 a.seek + start.since(t)
             },
+            // Time on the track not spent writing: the rotational wait, missed revolutions,
+            // or a zero-latency write's pass over the rest of the track.
             rotation: if fast {
                 Span::ZERO
             } else {
-                media_end.since(Nanos(a.end.0)) + a.rotation
+                media_end
+                    .saturating_since(landed)
+                    .saturating_sub(a.transfer + a.switches)
             },
             transfer: Span::ZERO,
             switches: Span::ZERO,
@@ -601,6 +623,52 @@ impl Controller {
 fn track_of(drive: &Drive, lba: u64) -> u64 {
     let chs = drive.locate(lba).chs;
     u64::from(chs.cylinder) * u64::from(drive.geometry().surfaces()) + u64::from(chs.head)
+}
+
+/// A zero-latency media access of a request on one track.
+struct ZeroLatency {
+    end: Nanos,
+}
+
+/// Zero-latency ("read/write on arrival") timing of a single-track request whose span the
+/// head lands inside: it transfers from the next sector boundary to the end of the request,
+/// rotates back to the first sector and finishes there — one revolution plus the wait to a
+/// boundary instead of waiting for the first sector. `None` when the request crosses a track,
+/// the head lands outside its span, or it would not be quicker than `a`, the in-order access
+/// started at `start`.
+fn zero_latency(
+    drive: &Drive,
+    start: Nanos,
+    head: &HeadState,
+    x: Transfer,
+    a: &Access,
+) -> Option<ZeroLatency> {
+    let n = u64::from(x.sectors);
+    if drive.geometry().run_on_track(x.lba) < x.sectors {
+        return None;
+    }
+    let target = drive.locate(x.lba);
+    let spt = u64::from(drive.geometry().sectors_per_track(target.chs.cylinder));
+    let period = drive.period().0;
+    let sectors = |k: u64| period * k / spt;
+    let landed = start + a.overhead + a.seek;
+    let angle = (landed.0 % period + head.phase_ns) % period;
+    let into = (angle + period - target.angle_ns) % period;
+    if into == 0 || into >= sectors(n) {
+        return None;
+    }
+    // The first whole sector boundary after landing, counted from the request's start.
+    let k0 = (into * spt).div_ceil(period);
+    if k0 >= n {
+        return None;
+    }
+    let wait = sectors(k0).saturating_sub(into);
+    let t0 = landed.0 + wait;
+    // Sectors k0..n are written first, then the head comes round to the request's start
+    // and writes 0..k0.
+    let wrap = t0 + sectors(spt - k0);
+    let end = Nanos(wrap + sectors(k0));
+    (end < a.end).then_some(ZeroLatency { end })
 }
 
 #[cfg(test)]
@@ -740,6 +808,58 @@ mod tests {
         let mut idle = Controller::new(&d, HEAD);
         let r_idle = serve(&mut idle, &d, Nanos(0), Op::Read, 0, 1);
         assert!(r.access.end.since(w.access.end) > r_idle.access.end.since(Nanos(0)));
+    }
+
+    #[test]
+    fn zero_latency_writes_start_at_the_next_sector_boundary_inside_the_request() {
+        let mut c = cache();
+        c.bus_sector_ms = 0.0;
+        c.fast_write_level = 0;
+        c.write_miss_after_read_ms = 0.3;
+        let plain = drive(Some(c.clone()));
+        c.immediate_buffer_write = true;
+        let zl = drive(Some(c));
+        // A 50-sector write on track 0 (sectors 0..50; 100 sectors, 6 ms per revolution, 0.06
+        // ms per sector) from the same track, landing 0.3 + 1.5 ms = 1.8 ms in: 30 sectors
+        // into the span, with all data already buffered (interface time 0). In order it waits
+        // 70 sectors and writes 50 (7.2 ms after landing); on arrival it writes 30..50, comes
+        // round and writes 0..30: one revolution (6 ms).
+        let head = HeadState {
+            cylinder: 0,
+            head: 0,
+            phase_ns: 0,
+        };
+        let t = Nanos(1_500_000);
+        let in_order = serve(
+            &mut Controller::new(&plain, head),
+            &plain,
+            t,
+            Op::Write,
+            0,
+            50,
+        );
+        let on_arrival = serve(&mut Controller::new(&zl, head), &zl, t, Op::Write, 0, 50);
+        let landed = t + Span::from_ms_f64(0.3);
+        assert_eq!(in_order.access.end, landed + Span::from_ms_f64(7.2));
+        assert_eq!(on_arrival.access.end, landed + Span::from_ms_f64(6.0));
+        // Landing before the request's first sector, nothing changes.
+        let early = serve(
+            &mut Controller::new(&zl, head),
+            &zl,
+            Nanos(0),
+            Op::Write,
+            50,
+            10,
+        );
+        let early_plain = serve(
+            &mut Controller::new(&plain, head),
+            &plain,
+            Nanos(0),
+            Op::Write,
+            50,
+            10,
+        );
+        assert_eq!(early.access.end, early_plain.access.end);
     }
 
     #[test]
