@@ -145,6 +145,16 @@ impl Pending {
         (now.saturating_since(oldest.queued_at) > bound).then_some(i)
     }
 
+    /// The oldest request, taken, if it has waited past the age bound: every policy asks
+    /// this first.
+    fn take_overdue(&mut self, now: Nanos) -> Option<Pick> {
+        let i = self.overdue(now)?;
+        Some(Pick {
+            request: self.take(i, true),
+            via_cylinder: None,
+        })
+    }
+
     /// Removes request `i`, keeping the others (order among them is not significant).
     fn take(&mut self, i: usize, aged: bool) -> DiskRequest {
         self.stats.picks += 1;

@@ -88,8 +88,8 @@ impl Sstf {
 impl Scheduler for Sstf {
     pending_queue_methods!();
     fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
-        if let Some(i) = self.q.overdue(now) {
-            return Some(plain(self.q.take(i, true)));
+        if let Some(p) = self.q.take_overdue(now) {
+            return Some(p);
         }
         let i = self
             .q
@@ -138,8 +138,8 @@ impl Look {
 impl Scheduler for Look {
     pending_queue_methods!();
     fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
-        if let Some(i) = self.q.overdue(now) {
-            return Some(plain(self.q.take(i, true)));
+        if let Some(p) = self.q.take_overdue(now) {
+            return Some(p);
         }
         if self.q.reqs.is_empty() {
             return None;
@@ -180,8 +180,8 @@ impl Scan {
 impl Scheduler for Scan {
     pending_queue_methods!();
     fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
-        if let Some(i) = self.q.overdue(now) {
-            return Some(plain(self.q.take(i, true)));
+        if let Some(p) = self.q.take_overdue(now) {
+            return Some(p);
         }
         if self.q.reqs.is_empty() {
             return None;
@@ -215,8 +215,8 @@ impl CLook {
 impl Scheduler for CLook {
     pending_queue_methods!();
     fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
-        if let Some(i) = self.q.overdue(now) {
-            return Some(plain(self.q.take(i, true)));
+        if let Some(p) = self.q.take_overdue(now) {
+            return Some(p);
         }
         if self.q.reqs.is_empty() {
             return None;
@@ -250,8 +250,8 @@ impl Satf {
 impl Scheduler for Satf {
     pending_queue_methods!();
     fn pick(&mut self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<Pick> {
-        if let Some(i) = self.q.overdue(now) {
-            return Some(plain(self.q.take(i, true)));
+        if let Some(p) = self.q.take_overdue(now) {
+            return Some(p);
         }
         let i = self
             .q
