@@ -11,15 +11,31 @@
 //! closed loop) therefore has it considered in the next scheduling decision, as in the
 //! dissertation's model of Q constantly outstanding requests (2.4).
 //!
-//! Layout (this stage): JBOD — the logical address space is the disks' spaces concatenated;
-//! a request crossing a disk boundary is split and answered when its last part completes.
+//! The [`Layout`] splits a host request into pieces, each held by a mirror set of Dm disks
+//! with Dr rotational replicas on each (JBOD: one disk, one copy). Scheduling follows the
+//! dissertation's 3.4:
+//!
+//! - **Reads** go to the idle holder whose head is closest to a replica; if every holder is
+//!   busy, a duplicate enters each holder's queue and the others are removed as soon as one
+//!   starts. A disk serves the rotationally closest replica (RLOOK/RSATF).
+//! - **Writes**, [`WritePolicy::Foreground`]: every mirror writes every replica (one
+//!   command per disk, replicas in rotational order) before the host is answered.
+//!   [`WritePolicy::Delayed`]: the first copy is scheduled like a read (any replica of any
+//!   holder); once it is written the host is answered and the other copies become delayed
+//!   writes in per-disk queues served only when the disk's foreground queue is empty. The
+//!   pending propagations are recorded in an NVRAM table; beyond its limit the oldest move
+//!   to the foreground queues. A newer write of the same piece cancels the older pending
+//!   propagations; reads are served only by copies holding the last acknowledged data; a
+//!   write that partly overlaps a pending one waits until that one is propagated.
 
-use crate::drive::{Access, Controller, Drive, HeadState, Transfer};
-use crate::sched::{DiskRequest, Policy, SchedStats, Scheduler};
+use crate::drive::{Access, Controller, Drive, HeadState, Run, Transfer};
+use crate::layout::{Layout, LayoutConfig, LayoutError, Piece, Placement, Shape};
+use crate::sched::{DiskRequest, Policy, Replicas, SchedStats, Scheduler, MAX_REPLICAS};
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
-use std::collections::VecDeque;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 /// A host (client) request in logical sectors of the drive's sector size.
@@ -77,9 +93,34 @@ pub enum Action {
     Complete(Completion),
 }
 
-/// Array configuration for this stage.
+/// When a replicated write is answered (dissertation 3.4.2).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WritePolicy {
+    /// After the first copy; the others are propagated when disks are idle.
+    #[default]
+    Delayed,
+    /// After every copy is written (the dissertation's throughput experiments).
+    Foreground,
+}
+
+impl WritePolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            WritePolicy::Delayed => "delayed",
+            WritePolicy::Foreground => "foreground",
+        }
+    }
+}
+
+/// The dissertation's NVRAM table limit (3.4.2).
+pub const DEFAULT_NVRAM_ENTRIES: usize = 10_000;
+
+/// Array configuration.
 #[derive(Clone, Debug)]
 pub struct ArrayConfig {
+    /// The layout; `None`: JBOD over `disks` disks.
+    pub layout: Option<Layout>,
     pub disks: usize,
     pub policy: Policy,
     pub age_bound: Option<Span>,
@@ -87,13 +128,54 @@ pub struct ArrayConfig {
     pub random_phase: bool,
     pub noise: bool,
     pub seed: u64,
+    pub writes: WritePolicy,
+    /// Pending delayed writes beyond which the oldest move to the foreground.
+    pub nvram_entries: usize,
+}
+
+impl ArrayConfig {
+    /// JBOD over `disks` disks with the defaults for everything else.
+    pub fn jbod(disks: usize, policy: Policy, seed: u64) -> ArrayConfig {
+        ArrayConfig {
+            layout: None,
+            disks,
+            policy,
+            age_bound: None,
+            random_phase: true,
+            noise: false,
+            seed,
+            writes: WritePolicy::default(),
+            nvram_entries: DEFAULT_NVRAM_ENTRIES,
+        }
+    }
 }
 
 struct InFlight {
-    slot: usize,
+    op: usize,
     access: Access,
     started: Nanos,
     queued_at: Nanos,
+    /// Replica numbers the operation wrote or read (bit k: replica k).
+    replicas: u8,
+    #[cfg(test)]
+    runs: Vec<Run>,
+}
+
+/// The runs one operation moves: every replica, each possibly wrapping its track.
+#[derive(Copy, Clone)]
+struct Runs {
+    len: usize,
+    runs: [Run; 2 * MAX_REPLICAS],
+}
+
+impl Runs {
+    fn push(&mut self, r: Run) {
+        self.runs[self.len] = r;
+        self.len += 1;
+    }
+    fn as_slice(&self) -> &[Run] {
+        &self.runs[..self.len]
+    }
 }
 
 struct Disk {
@@ -101,10 +183,13 @@ struct Disk {
     /// The drive's own buffer and controller (a pass-through for drives without a cache).
     ctl: Controller,
     sched: Box<dyn Scheduler>,
+    /// Delayed writes (replica propagation), served when `sched` is empty.
+    delayed: Box<dyn Scheduler>,
     busy: Option<InFlight>,
     rng: Pcg64Mcg,
     busy_ns: u64,
     ops: u64,
+    propagations: u64,
 }
 
 struct HostSlot {
@@ -112,35 +197,140 @@ struct HostSlot {
     parts_left: u32,
     breakdown: Breakdown,
     last_done: Nanos,
+    version: u64,
 }
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Read one replica of one holder.
+    Read,
+    /// Delayed writes: the first copy, any replica of any holder.
+    FirstWrite,
+    /// Write the replicas in `mask` on one disk, for the host (foreground writes).
+    WriteAll,
+    /// Write the replicas in `mask` on one disk, in the background (delayed writes).
+    Propagate,
+}
+
+struct DiskOp {
+    kind: Kind,
+    /// The host request answered (all kinds but `Propagate`).
+    slot: Option<usize>,
+    piece: Piece,
+    /// The piece's first logical sector.
+    logical: u64,
+    /// Replicas eligible (reads, first writes) or to write (the others), per holder disk
+    /// (bit k: replica k), indexed by the disk's place in its mirror set.
+    masks: [u8; MAX_MIRRORS],
+    /// Mirrors whose queues hold this operation (bit m: the set's m-th disk); one bit once
+    /// it has started.
+    holders: u64,
+    in_delayed: bool,
+    version: u64,
+    /// Creation order (FCFS order and tie-breaks).
+    seq: u64,
+    queued_at: Nanos,
+    /// Reads: the newest acknowledged write version of each sector at arrival (audit).
+    #[cfg(test)]
+    must_see: Vec<u64>,
+}
+
+/// Copies of a sector are tracked in a 64-bit mask: Dm ≤ 64 / Dr.
+const MAX_MIRRORS: usize = 64;
+
+/// A pending write of one piece: which copies hold its newest acknowledged data, and the
+/// operations still to run. An entry of the NVRAM table (delayed writes), or a write in
+/// flight (foreground writes).
+struct Entry {
+    /// The newest write accepted for the piece.
+    version: u64,
+    /// The newest write acknowledged (0: none yet; every copy holds the old data).
+    acked: u64,
+    /// Copies holding the acknowledged data: bit m·Dr + k for replica k on mirror m.
+    fresh: u64,
+    ops: Vec<usize>,
+    promoted: bool,
+}
+
+type Key = (u32, u64, u32);
 
 /// Per-disk counters, readable at any time.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct DiskCounters {
     pub ops: u64,
+    /// Delayed writes (replica propagations) served.
+    pub propagations: u64,
     pub sched: SchedStats,
 }
 
 pub struct Array {
     drive: Arc<Drive>,
+    layout: Layout,
     disks: Vec<Disk>,
-    per_disk_sectors: u64,
     slots: Vec<Option<HostSlot>>,
     free_slots: Vec<usize>,
+    ops: Vec<Option<DiskOp>>,
+    free_ops: Vec<usize>,
+    table: BTreeMap<Key, Entry>,
+    /// Entries in creation order, for the NVRAM limit (stale keys are skipped).
+    table_order: VecDeque<(Key, u64)>,
+    promoted: usize,
+    longest_piece: u32,
+    /// Writes waiting for an overlapping pending write to finish: (slot, piece, logical).
+    blocked: VecDeque<(usize, Piece, u64)>,
     actions: VecDeque<Action>,
     /// Disks that are idle and may have work: dispatched when `actions` runs dry.
     to_dispatch: Vec<usize>,
     now: Nanos,
     seq: u64,
+    op_seq: u64,
     noise: bool,
+    writes: WritePolicy,
+    nvram_entries: usize,
+    pieces: Vec<Piece>,
+    #[cfg(test)]
+    audit: audit::Audit,
 }
 
 impl Array {
-    pub fn new(drive: Arc<Drive>, cfg: &ArrayConfig) -> Array {
-        assert!(cfg.disks >= 1, "an array has at least one disk");
+    pub fn new(drive: Arc<Drive>, cfg: &ArrayConfig) -> Result<Array, LayoutError> {
+        let layout = match &cfg.layout {
+            Some(l) => l.clone(),
+            None => Layout::new(
+                &drive,
+                &LayoutConfig {
+                    shape: Shape::Jbod {
+                        disks: u32::try_from(cfg.disks).unwrap_or(u32::MAX),
+                    },
+                    stripe_unit_bytes: 0,
+                    placement: Placement::default(),
+                    data_set_bytes: None,
+                    seed: cfg.seed,
+                },
+            )?,
+        };
+        if layout.disks() == 0 {
+            return Err(LayoutError("an array has at least one disk".into()));
+        }
+        let (dr, dm) = (layout.replicas(), layout.mirrors());
+        if dr > 1 && drive.cache().is_some() {
+            return Err(LayoutError(format!(
+                "rotational replication needs direct control of the head: {} models an \
+                 on-disk buffer (read-ahead, write-back); use a drive without a [cache] \
+                 section (the dissertation turned the buffers off, 3.4.3)",
+                drive.id
+            )));
+        }
+        if u64::from(dr) * u64::from(dm) > 64 {
+            return Err(LayoutError(format!(
+                "Dr x Dm = {} copies of each sector: at most 64 are tracked",
+                dr * dm
+            )));
+        }
         let mut seeder = Pcg64Mcg::seed_from_u64(cfg.seed);
         let period = drive.period().0;
-        let disks = (0..cfg.disks)
+        let cylinders = drive.geometry().cylinders();
+        let disks = (0..layout.disks())
             .map(|_| {
                 let phase_ns = if cfg.random_phase {
                     seeder.gen_range(0..period)
@@ -155,33 +345,47 @@ impl Array {
                 Disk {
                     head,
                     ctl: Controller::new(&drive, head),
-                    sched: cfg
-                        .policy
-                        .build(cfg.age_bound, drive.geometry().cylinders()),
+                    sched: cfg.policy.build(cfg.age_bound, cylinders),
+                    delayed: cfg.policy.build(None, cylinders),
                     busy: None,
                     rng: Pcg64Mcg::seed_from_u64(seeder.gen()),
                     busy_ns: 0,
                     ops: 0,
+                    propagations: 0,
                 }
             })
             .collect();
-        Array {
-            per_disk_sectors: drive.capacity_sectors(),
+        let n = layout.disks();
+        Ok(Array {
             drive,
+            layout,
             disks,
             slots: Vec::with_capacity(1024),
             free_slots: Vec::with_capacity(1024),
+            ops: Vec::with_capacity(1024),
+            free_ops: Vec::with_capacity(1024),
+            table: BTreeMap::new(),
+            table_order: VecDeque::new(),
+            promoted: 0,
+            longest_piece: 1,
+            blocked: VecDeque::new(),
             actions: VecDeque::with_capacity(64),
-            to_dispatch: Vec::with_capacity(cfg.disks),
+            to_dispatch: Vec::with_capacity(n),
             now: Nanos::ZERO,
             seq: 0,
+            op_seq: 0,
             noise: cfg.noise,
-        }
+            writes: cfg.writes,
+            nvram_entries: cfg.nvram_entries,
+            pieces: Vec::with_capacity(8),
+            #[cfg(test)]
+            audit: audit::Audit::default(),
+        })
     }
 
     /// Logical capacity in sectors.
     pub fn capacity_sectors(&self) -> u64 {
-        self.per_disk_sectors * self.disks.len() as u64
+        self.layout.capacity_sectors()
     }
 
     pub fn disk_count(&self) -> usize {
@@ -192,9 +396,18 @@ impl Array {
         &self.drive
     }
 
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
     /// Host requests accepted and not yet answered.
     pub fn outstanding(&self) -> usize {
         self.slots.len() - self.free_slots.len()
+    }
+
+    /// Entries of the NVRAM table (pieces with copies still to propagate).
+    pub fn pending_writes(&self) -> usize {
+        self.table.len()
     }
 
     /// Cumulative busy time of `disk` up to instant `t` (t ≥ the last event handled).
@@ -211,6 +424,7 @@ impl Array {
         let d = &self.disks[disk];
         DiskCounters {
             ops: d.ops,
+            propagations: d.propagations,
             sched: d.sched.stats(),
         }
     }
@@ -250,6 +464,15 @@ impl Array {
         }
     }
 
+    fn copies_mask(&self) -> u64 {
+        let n = self.layout.replicas() * self.layout.mirrors();
+        if n == 64 {
+            u64::MAX
+        } else {
+            (1u64 << n) - 1
+        }
+    }
+
     fn accept(&mut self, now: Nanos, req: HostRequest) {
         assert!(req.sectors > 0, "host request {} moves no data", req.id);
         let end = req.lba + u64::from(req.sectors);
@@ -258,37 +481,413 @@ impl Array {
             "host request {} ends at {end}, beyond the array",
             req.id
         );
-        let first_disk = req.lba / self.per_disk_sectors;
-        let last_disk = (end - 1) / self.per_disk_sectors;
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.slots.len() - 1
         });
-        let parts = u32::try_from(last_disk - first_disk + 1).expect("parts fit u32");
+        let mut pieces = std::mem::take(&mut self.pieces);
+        pieces.clear();
+        self.layout.pieces(req.lba, req.sectors, &mut pieces);
+        self.seq += 1;
         self.slots[slot] = Some(HostSlot {
             req,
-            parts_left: parts,
+            parts_left: 0,
             breakdown: Breakdown::default(),
             last_done: now,
+            version: self.seq,
         });
-        for d in first_disk..=last_disk {
-            let start = req.lba.max(d * self.per_disk_sectors);
-            let stop = end.min((d + 1) * self.per_disk_sectors);
-            let disk = usize::try_from(d).expect("disk index fits usize");
-            let lba = start - d * self.per_disk_sectors;
-            self.seq += 1;
-            let dr = DiskRequest {
-                id: slot as u64,
-                op: req.op,
-                lba,
-                sectors: u32::try_from(stop - start).expect("part fits u32"),
-                target: self.drive.locate(lba),
-                queued_at: now,
-                seq: self.seq,
+        let mut logical = req.lba;
+        for &piece in &pieces {
+            self.longest_piece = self.longest_piece.max(piece.sectors);
+            match req.op {
+                Op::Read => self.accept_read(now, slot, piece, logical),
+                Op::Write => self.accept_write(now, slot, piece, logical),
+            }
+            logical += u64::from(piece.sectors);
+        }
+        self.pieces = pieces;
+    }
+
+    fn new_op(&mut self, mut op: DiskOp) -> usize {
+        self.op_seq += 1;
+        op.seq = self.op_seq;
+        if let Some(s) = op.slot {
+            self.slots[s].as_mut().expect("live slot").parts_left += 1;
+        }
+        match self.free_ops.pop() {
+            Some(i) => {
+                self.ops[i] = Some(op);
+                i
+            }
+            None => {
+                self.ops.push(Some(op));
+                self.ops.len() - 1
+            }
+        }
+    }
+
+    /// The table entries overlapping `len` sectors at `offset` of `column`.
+    fn overlapping(&self, column: u32, offset: u64, len: u32) -> Vec<Key> {
+        let lo = (
+            column,
+            offset.saturating_sub(u64::from(self.longest_piece)),
+            0,
+        );
+        let end = offset + u64::from(len);
+        self.table
+            .range(lo..(column, end, 0))
+            .filter(|(k, _)| k.1 + u64::from(k.2) > offset)
+            .map(|(k, _)| *k)
+            .collect()
+    }
+
+    fn accept_read(&mut self, now: Nanos, slot: usize, piece: Piece, logical: u64) {
+        let all = self.copies_mask();
+        // Entries never overlap one another (a partly overlapping write waits), so cutting
+        // the read at entry boundaries leaves each part with one set of fresh copies.
+        let keys = if self.table.is_empty() {
+            Vec::new()
+        } else {
+            self.overlapping(piece.column, piece.offset, piece.sectors)
+        };
+        let mut cuts = vec![piece.offset, piece.offset + u64::from(piece.sectors)];
+        for k in &keys {
+            for c in [k.1, k.1 + u64::from(k.2)] {
+                if c > cuts[0] && c < cuts[cuts.len() - 1] {
+                    cuts.push(c);
+                }
+            }
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        for w in cuts.windows(2) {
+            let part = Piece {
+                column: piece.column,
+                offset: w[0],
+                sectors: u32::try_from(w[1] - w[0]).expect("part fits u32"),
             };
-            self.disks[disk].sched.push(dr);
-            if self.disks[disk].busy.is_none() {
-                self.mark_for_dispatch(disk);
+            let fresh = keys
+                .iter()
+                .filter(|k| k.1 < w[1] && k.1 + u64::from(k.2) > w[0])
+                .fold(all, |m, k| m & self.table[k].fresh);
+            debug_assert!(fresh != 0, "a piece with no fresh copy");
+            let part_logical = logical + (w[0] - piece.offset);
+            let masks = self.split_mask(fresh);
+            let op = DiskOp {
+                kind: Kind::Read,
+                slot: Some(slot),
+                piece: part,
+                logical: part_logical,
+                masks,
+                holders: 0,
+                in_delayed: false,
+                version: 0,
+                seq: 0,
+                queued_at: now,
+                #[cfg(test)]
+                must_see: self.audit.acked_versions(part_logical, part.sectors),
+            };
+            let id = self.new_op(op);
+            self.dispatch_any(now, id);
+        }
+    }
+
+    /// Per-mirror replica masks from a copies mask.
+    fn split_mask(&self, copies: u64) -> [u8; MAX_MIRRORS] {
+        let dr = self.layout.replicas();
+        let one = (1u64 << dr) - 1;
+        let mut masks = [0u8; MAX_MIRRORS];
+        for m in 0..self.layout.mirrors() {
+            masks[m as usize] = ((copies >> (m * dr)) & one) as u8;
+        }
+        masks
+    }
+
+    /// Queues operation `id` (a read or a first write) at the idle holder closest to one of
+    /// its eligible replicas, or as duplicates at every holder when all are busy.
+    fn dispatch_any(&mut self, now: Nanos, id: usize) {
+        let op = self.ops[id].as_ref().expect("live op");
+        let first = self.layout.disks_of(op.piece.column).start;
+        let mut holders = 0u64;
+        for m in 0..self.layout.mirrors() as usize {
+            if op.masks[m] != 0 {
+                holders |= 1 << m;
+            }
+        }
+        let mut best: Option<(Span, usize)> = None;
+        if holders.count_ones() > 1 {
+            for m in bits(holders) {
+                let disk = &self.disks[first + m];
+                if disk.busy.is_none() && disk.sched.is_empty() {
+                    let r = self.request_for(id, first + m);
+                    let at = now.max(disk.ctl.mech_free());
+                    let (_, t) = r.replicas.best(at, &disk.head, r.op, &self.drive);
+                    if best.is_none_or(|(bt, _)| t < bt) {
+                        best = Some((t, m));
+                    }
+                }
+            }
+        }
+        if let Some((_, m)) = best {
+            holders = 1 << m;
+        }
+        for m in bits(holders) {
+            let d = first + m;
+            let r = self.request_for(id, d);
+            self.disks[d].sched.push(r);
+            if self.disks[d].busy.is_none() {
+                self.mark_for_dispatch(d);
+            }
+        }
+        self.ops[id].as_mut().expect("live op").holders = holders;
+    }
+
+    /// The queue entry of operation `id` at `disk`: its eligible replicas located.
+    fn request_for(&self, id: usize, disk: usize) -> DiskRequest {
+        let op = self.ops[id].as_ref().expect("live op");
+        let m = disk - self.layout.disks_of(op.piece.column).start;
+        let mask = op.masks[m];
+        let band = self.layout.band();
+        let mut replicas: Option<Replicas> = None;
+        let mut first = (0u64, None);
+        for k in 0..self.layout.replicas() {
+            if mask & (1 << k) == 0 {
+                continue;
+            }
+            let lba = band.replica(op.piece.offset, op.piece.sectors, k).first.lba;
+            let t = self.drive.locate(lba);
+            match replicas.as_mut() {
+                None => {
+                    let mut r = Replicas::empty(t);
+                    r.push(k as u8, t);
+                    replicas = Some(r);
+                    first = (lba, Some(t));
+                }
+                Some(r) => r.push(k as u8, t),
+            }
+        }
+        let (lba, target) = (first.0, first.1.expect("an operation has a replica"));
+        DiskRequest {
+            id: id as u64,
+            op: if op.kind == Kind::Read {
+                Op::Read
+            } else {
+                Op::Write
+            },
+            lba,
+            sectors: op.piece.sectors,
+            target,
+            replicas: replicas.expect("an operation has a replica"),
+            queued_at: op.queued_at,
+            seq: op.seq,
+        }
+    }
+
+    fn accept_write(&mut self, now: Nanos, slot: usize, piece: Piece, logical: u64) {
+        let copies = self.layout.replicas() * self.layout.mirrors();
+        if copies == 1 {
+            // One copy: nothing to keep consistent; the disk's queue orders it.
+            let version = self.slots[slot].as_ref().expect("live slot").version;
+            self.write_all_now(now, slot, piece, logical, version);
+            return;
+        }
+        let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
+        let same = (piece.column, piece.offset, piece.sectors);
+        let blocked_before = self.blocked.iter().any(|&(_, p, _)| overlaps(&p, &piece));
+        let must_wait = blocked_before
+            || match self.writes {
+                WritePolicy::Foreground => !keys.is_empty(),
+                WritePolicy::Delayed => keys.iter().any(|k| *k != same),
+            };
+        if must_wait {
+            for k in keys {
+                self.promote(k);
+            }
+            // The host waits for this piece too.
+            self.slots[slot].as_mut().expect("live slot").parts_left += 1;
+            self.blocked.push_back((slot, piece, logical));
+            return;
+        }
+        self.start_write(now, slot, piece, logical);
+    }
+
+    /// A write of one piece that may proceed (nothing partly overlapping is pending).
+    fn start_write(&mut self, now: Nanos, slot: usize, piece: Piece, logical: u64) {
+        let version = self.slots[slot].as_ref().expect("live slot").version;
+        let key = (piece.column, piece.offset, piece.sectors);
+        let all = self.copies_mask();
+        match self.writes {
+            WritePolicy::Foreground => {
+                let ops = self.write_all_now(now, slot, piece, logical, version);
+                self.table.insert(
+                    key,
+                    Entry {
+                        version,
+                        acked: 0,
+                        fresh: all,
+                        ops,
+                        promoted: true,
+                    },
+                );
+            }
+            WritePolicy::Delayed => {
+                if let Some(e) = self.table.get_mut(&key) {
+                    // A newer write of the same piece: the older one's pending propagation
+                    // is moot. Copies it already reached stay fresh for reads until this
+                    // write is acknowledged.
+                    e.version = version;
+                    let old = std::mem::take(&mut e.ops);
+                    let mut keep = Vec::new();
+                    for id in old {
+                        let kind = self.ops[id].as_ref().expect("live op").kind;
+                        let started = self.is_running(id);
+                        if kind == Kind::Propagate && !started {
+                            self.cancel(id);
+                        } else {
+                            keep.push(id);
+                        }
+                    }
+                    self.table.get_mut(&key).expect("entry").ops = keep;
+                } else {
+                    self.table.insert(
+                        key,
+                        Entry {
+                            version,
+                            acked: 0,
+                            fresh: all,
+                            ops: Vec::new(),
+                            promoted: false,
+                        },
+                    );
+                    self.table_order.push_back((key, version));
+                    self.enforce_nvram_limit();
+                }
+                let masks = self.split_mask(all);
+                let id = self.new_op(DiskOp {
+                    kind: Kind::FirstWrite,
+                    slot: Some(slot),
+                    piece,
+                    logical,
+                    masks,
+                    holders: 0,
+                    in_delayed: false,
+                    version,
+                    seq: 0,
+                    queued_at: now,
+                    #[cfg(test)]
+                    must_see: Vec::new(),
+                });
+                self.table.get_mut(&key).expect("entry").ops.push(id);
+                self.dispatch_any(now, id);
+            }
+        }
+    }
+
+    fn all_replicas(&self) -> u8 {
+        ((1u16 << self.layout.replicas()) - 1) as u8
+    }
+
+    /// Foreground writes of every replica on every holder; returns the operations.
+    fn write_all_now(
+        &mut self,
+        now: Nanos,
+        slot: usize,
+        piece: Piece,
+        logical: u64,
+        version: u64,
+    ) -> Vec<usize> {
+        let all = self.all_replicas();
+        let disks = self.layout.disks_of(piece.column);
+        let mut ids = Vec::with_capacity(disks.len());
+        for (m, d) in disks.enumerate() {
+            let mut masks = [0u8; MAX_MIRRORS];
+            masks[m] = all;
+            let id = self.new_op(DiskOp {
+                kind: Kind::WriteAll,
+                slot: Some(slot),
+                piece,
+                logical,
+                masks,
+                holders: 1 << m,
+                in_delayed: false,
+                version,
+                seq: 0,
+                queued_at: now,
+                #[cfg(test)]
+                must_see: Vec::new(),
+            });
+            let r = self.request_for(id, d);
+            self.disks[d].sched.push(r);
+            if self.disks[d].busy.is_none() {
+                self.mark_for_dispatch(d);
+            }
+            ids.push(id);
+        }
+        ids
+    }
+
+    fn is_running(&self, id: usize) -> bool {
+        self.disks
+            .iter()
+            .any(|d| d.busy.as_ref().is_some_and(|f| f.op == id))
+    }
+
+    /// Removes a queued (not running) operation from every queue and frees it.
+    fn cancel(&mut self, id: usize) {
+        let op = self.ops[id].take().expect("live op");
+        let first = self.layout.disks_of(op.piece.column).start;
+        for d in bits(op.holders).map(|m| first + m) {
+            let q = if op.in_delayed {
+                &mut self.disks[d].delayed
+            } else {
+                &mut self.disks[d].sched
+            };
+            q.remove(id as u64)
+                .expect("a cancelled operation is in its holders' queues");
+        }
+        self.free_ops.push(id);
+    }
+
+    /// Moves an entry's queued delayed writes to the foreground queues.
+    fn promote(&mut self, key: Key) {
+        let Some(e) = self.table.get_mut(&key) else {
+            return;
+        };
+        if !e.promoted {
+            e.promoted = true;
+            self.promoted += 1;
+        }
+        let ids = e.ops.clone();
+        for id in ids {
+            let op = self.ops[id].as_mut().expect("live op");
+            if !op.in_delayed {
+                continue;
+            }
+            op.in_delayed = false;
+            let d =
+                self.layout.disks_of(op.piece.column).start + op.holders.trailing_zeros() as usize;
+            if self.disks[d].busy.as_ref().is_some_and(|f| f.op == id) {
+                continue;
+            }
+            let r = self.disks[d]
+                .delayed
+                .remove(id as u64)
+                .expect("a delayed write is in its delayed queue");
+            self.disks[d].sched.push(r);
+            if self.disks[d].busy.is_none() {
+                self.mark_for_dispatch(d);
+            }
+        }
+    }
+
+    /// Beyond the NVRAM table's limit, the oldest entries' delayed writes go foreground.
+    fn enforce_nvram_limit(&mut self) {
+        while self.table.len() - self.promoted > self.nvram_entries {
+            let Some((key, _)) = self.table_order.pop_front() else {
+                break;
+            };
+            if self.table.get(&key).is_some_and(|e| !e.promoted) {
+                self.promote(key);
             }
         }
     }
@@ -299,18 +898,72 @@ impl Array {
         // Plan from when and where the arm will be free: a drive with a buffer may still be
         // destaging write-back data when the host sees its last request done.
         let plan_at = now.max(d.ctl.mech_free());
-        let Some(pick) = d.sched.pick(plan_at, &d.head, &self.drive) else {
-            return;
+        let pick = match d.sched.pick(plan_at, &d.head, &self.drive) {
+            Some(p) => p,
+            None => match d.delayed.pick(plan_at, &d.head, &self.drive) {
+                Some(p) => p,
+                None => return,
+            },
         };
         let r = pick.request;
-        let rng = if self.noise { Some(&mut d.rng) } else { None };
-        let xfer = Transfer {
-            op: r.op,
-            lba: r.lba,
-            sectors: r.sectors,
+        let id = usize::try_from(r.id).expect("op id fits usize");
+        let (first_replica, _) = r.replicas.get(pick.replica);
+        let (kind, piece, holders) = {
+            let op = self.ops[id].as_ref().expect("picked op is live");
+            (op.kind, op.piece, op.holders)
         };
+        let first = self.layout.disks_of(piece.column).start;
+        let me = disk - first;
+        if holders != 1 << me {
+            // Duplicates elsewhere are withdrawn as soon as one copy starts (3.4.1).
+            for m in bits(holders & !(1 << me)) {
+                self.disks[first + m]
+                    .sched
+                    .remove(r.id)
+                    .expect("a duplicate is in every holder's queue");
+            }
+            self.ops[id].as_mut().expect("picked op is live").holders = 1 << me;
+        }
+        // What this operation moves: one replica, or every replica in its mask in
+        // rotational order from the closest one.
+        let mut order = [(0u64, first_replica); MAX_REPLICAS];
+        let mut n = 1;
+        if matches!(kind, Kind::WriteAll | Kind::Propagate) {
+            let period = self.drive.period().0;
+            let angle_of = |i: usize| r.replicas.get(i).1.angle_ns;
+            let a0 = angle_of(pick.replica);
+            for i in (0..r.replicas.len()).filter(|&i| i != pick.replica) {
+                order[n] = ((angle_of(i) + period - a0) % period, r.replicas.get(i).0);
+                n += 1;
+            }
+            order[1..n].sort_unstable();
+        }
+        let band = self.layout.band();
+        let empty = Run { lba: 0, sectors: 0 };
+        let mut runs = Runs {
+            len: 0,
+            runs: [empty; 2 * MAX_REPLICAS],
+        };
+        let mut written = 0u8;
+        for &(_, k) in &order[..n] {
+            let rr = band.replica(piece.offset, piece.sectors, u32::from(k));
+            runs.push(rr.first);
+            if let Some(w) = rr.wrap {
+                runs.push(w);
+            }
+            written |= 1 << k;
+        }
+        let runs_slice = runs.as_slice();
+        let d = &mut self.disks[disk];
+        let rng = if self.noise { Some(&mut d.rng) } else { None };
         let access = if self.drive.cache().is_some() {
             // The drive's controller serves it: buffer hits, read-ahead, write-back.
+            debug_assert_eq!(runs_slice.len(), 1, "buffered drives are never replicated");
+            let xfer = Transfer {
+                op: r.op,
+                lba: runs_slice[0].lba,
+                sectors: runs_slice[0].sectors,
+            };
             let svc = d.ctl.serve(&self.drive, now, xfer, rng);
             let head = d.ctl.head();
             Access {
@@ -320,14 +973,22 @@ impl Array {
             }
         } else {
             self.drive
-                .access(now, &d.head, xfer, pick.via_cylinder, rng)
+                .access_runs(now, &d.head, r.op, runs_slice, pick.via_cylinder, rng)
         };
         let until = access.end;
-        d.busy = Some(InFlight {
-            slot: usize::try_from(r.id).expect("slot fits usize"),
+        #[cfg(test)]
+        if kind == Kind::Read {
+            let must_see = &self.ops[id].as_ref().expect("live").must_see;
+            self.audit.check_read(disk, runs_slice, must_see);
+        }
+        self.disks[disk].busy = Some(InFlight {
+            op: id,
             access,
             started: now,
             queued_at: r.queued_at,
+            replicas: written,
+            #[cfg(test)]
+            runs: runs_slice.to_vec(),
         });
         self.actions.push_back(Action::DiskBusy { disk, until });
     }
@@ -346,7 +1007,128 @@ impl Array {
         d.ops += 1;
         d.head.cylinder = f.access.end_cylinder;
         d.head.head = f.access.end_head;
-        let slot = self.slots[f.slot]
+        let op = self.ops[f.op].take().expect("in-flight op is live");
+        self.free_ops.push(f.op);
+        if op.kind == Kind::Propagate {
+            self.disks[disk].propagations += 1;
+        }
+        #[cfg(test)]
+        if op.kind != Kind::Read {
+            self.audit.wrote(disk, &f.runs, op.version);
+        }
+        if op.kind != Kind::Read && self.layout.replicas() * self.layout.mirrors() > 1 {
+            self.written(now, disk, &op, f.replicas, f.op);
+        }
+        if let Some(slot) = op.slot {
+            self.part_done(now, slot, &f);
+        }
+        self.mark_for_dispatch(disk);
+    }
+
+    /// Bookkeeping after a write of replicas `replicas` of `op` on `disk` completed.
+    fn written(&mut self, now: Nanos, disk: usize, op: &DiskOp, replicas: u8, id: usize) {
+        let key = (op.piece.column, op.piece.offset, op.piece.sectors);
+        let dr = self.layout.replicas();
+        let m = (disk - self.layout.disks_of(op.piece.column).start) as u32;
+        let bits = u64::from(replicas) << (m * dr);
+        let Some(e) = self.table.get_mut(&key) else {
+            unreachable!("a replicated write has a table entry");
+        };
+        e.ops.retain(|&o| o != id);
+        match op.kind {
+            Kind::FirstWrite if op.version == e.version => {
+                e.acked = op.version;
+                e.fresh = bits;
+                let promoted = e.promoted;
+                // The other copies: the rest of this disk's replicas, every replica of
+                // the other mirrors, as delayed writes.
+                let all = self.all_replicas();
+                let mirrors = self.layout.disks_of(op.piece.column);
+                let mut new_ops = Vec::new();
+                for (mi, d) in mirrors.enumerate() {
+                    let mask = if d == disk { all & !replicas } else { all };
+                    if mask == 0 {
+                        continue;
+                    }
+                    let mut masks = [0u8; MAX_MIRRORS];
+                    masks[mi] = mask;
+                    let nid = self.new_op(DiskOp {
+                        kind: Kind::Propagate,
+                        slot: None,
+                        piece: op.piece,
+                        logical: op.logical,
+                        masks,
+                        holders: 1 << mi,
+                        in_delayed: !promoted,
+                        version: op.version,
+                        seq: 0,
+                        queued_at: now,
+                        #[cfg(test)]
+                        must_see: Vec::new(),
+                    });
+                    let r = self.request_for(nid, d);
+                    if promoted {
+                        self.disks[d].sched.push(r);
+                    } else {
+                        self.disks[d].delayed.push(r);
+                    }
+                    if self.disks[d].busy.is_none() {
+                        self.mark_for_dispatch(d);
+                    }
+                    new_ops.push(nid);
+                }
+                self.table.get_mut(&key).expect("entry").ops.extend(new_ops);
+            }
+            Kind::Propagate | Kind::WriteAll
+                if op.version == e.version && e.acked == op.version =>
+            {
+                e.fresh |= bits;
+            }
+            // Foreground writes: acknowledged when the last copy is written.
+            Kind::WriteAll if op.version == e.version && e.ops.is_empty() => {
+                e.acked = op.version;
+            }
+            _ => {} // superseded by a newer write of the piece
+        }
+        let e = &self.table[&key];
+        if e.ops.is_empty() {
+            debug_assert!(
+                e.acked == e.version,
+                "an entry with nothing pending holds its newest write"
+            );
+            let e = self.table.remove(&key).expect("entry");
+            if e.promoted && self.writes == WritePolicy::Delayed {
+                self.promoted -= 1;
+            }
+            self.release_blocked(now);
+        }
+    }
+
+    /// Starts the blocked writes that no longer overlap anything pending, in arrival order.
+    fn release_blocked(&mut self, now: Nanos) {
+        if self.blocked.is_empty() {
+            return;
+        }
+        let waiting = std::mem::take(&mut self.blocked);
+        for (slot, piece, logical) in waiting {
+            let same = (piece.column, piece.offset, piece.sectors);
+            let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
+            let still = self.blocked.iter().any(|&(_, p, _)| overlaps(&p, &piece))
+                || match self.writes {
+                    WritePolicy::Foreground => !keys.is_empty(),
+                    WritePolicy::Delayed => keys.iter().any(|k| *k != same),
+                };
+            if still {
+                self.blocked.push_back((slot, piece, logical));
+            } else {
+                self.slots[slot].as_mut().expect("live slot").parts_left -= 1;
+                self.start_write(now, slot, piece, logical);
+            }
+        }
+    }
+
+    fn part_done(&mut self, now: Nanos, slot_id: usize, f: &InFlight) {
+        let slot = self.slots[slot_id]
             .as_mut()
             .expect("in-flight operation belongs to a live host request");
         slot.parts_left -= 1;
@@ -364,8 +1146,12 @@ impl Array {
             slot.last_done = now;
         }
         if slot.parts_left == 0 {
-            let s = self.slots[f.slot].take().expect("slot is live");
-            self.free_slots.push(f.slot);
+            let s = self.slots[slot_id].take().expect("slot is live");
+            self.free_slots.push(slot_id);
+            #[cfg(test)]
+            if s.req.op == Op::Write {
+                self.audit.acked(s.req.lba, s.req.sectors, s.version);
+            }
             self.actions.push_back(Action::Complete(Completion {
                 id: s.req.id,
                 op: s.req.op,
@@ -375,219 +1161,74 @@ impl Array {
                 breakdown: s.breakdown,
             }));
         }
-        self.mark_for_dispatch(disk);
+    }
+}
+
+/// The set bits of `mask`, lowest first.
+fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let b = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            b
+        })
+    })
+}
+
+fn overlaps(a: &Piece, b: &Piece) -> bool {
+    a.column == b.column
+        && a.offset < b.offset + u64::from(b.sectors)
+        && b.offset < a.offset + u64::from(a.sectors)
+}
+
+/// Test-only shadow of the data: which write version each physical sector holds, and the
+/// newest acknowledged version of each logical sector, to check that no read returns data
+/// older than the last acknowledged write.
+#[cfg(test)]
+mod audit {
+    use crate::drive::Run;
+    use std::collections::HashMap;
+
+    #[derive(Default)]
+    pub struct Audit {
+        physical: HashMap<(usize, u64), u64>,
+        logical: HashMap<u64, u64>,
+        pub reads_checked: u64,
+        pub stale_reads: u64,
+    }
+
+    impl Audit {
+        pub fn wrote(&mut self, disk: usize, runs: &[Run], version: u64) {
+            for r in runs {
+                for s in r.lba..r.lba + u64::from(r.sectors) {
+                    self.physical.insert((disk, s), version);
+                }
+            }
+        }
+        pub fn acked(&mut self, lba: u64, sectors: u32, version: u64) {
+            for s in lba..lba + u64::from(sectors) {
+                let v = self.logical.entry(s).or_insert(0);
+                *v = (*v).max(version);
+            }
+        }
+        pub fn acked_versions(&self, lba: u64, sectors: u32) -> Vec<u64> {
+            (lba..lba + u64::from(sectors))
+                .map(|s| self.logical.get(&s).copied().unwrap_or(0))
+                .collect()
+        }
+        /// The read's runs map in order onto its logical sectors.
+        pub fn check_read(&mut self, disk: usize, runs: &[Run], must_see: &[u64]) {
+            self.reads_checked += 1;
+            let held = runs
+                .iter()
+                .flat_map(|r| r.lba..r.lba + u64::from(r.sectors))
+                .map(|s| self.physical.get(&(disk, s)).copied().unwrap_or(0));
+            if held.zip(must_see).any(|(h, &want)| h < want) {
+                self.stale_reads += 1;
+            }
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::drive::builtin_drive;
-
-    fn array(disks: usize, policy: Policy) -> Array {
-        let drive = Arc::new(builtin_drive("st39133lwv").expect("built-in drive"));
-        Array::new(
-            drive,
-            &ArrayConfig {
-                disks,
-                policy,
-                age_bound: None,
-                random_phase: true,
-                noise: false,
-                seed: 7,
-            },
-        )
-    }
-
-    /// Runs the array to quiescence, returning completions in order.
-    fn drain(a: &mut Array, reqs: &[HostRequest]) -> Vec<Completion> {
-        let mut heap = std::collections::BinaryHeap::new();
-        let mut out = vec![];
-        for r in reqs {
-            a.handle(r.arrival, Event::Host(*r));
-        }
-        loop {
-            while let Some(act) = a.poll_action() {
-                match act {
-                    Action::DiskBusy { disk, until } => heap.push(std::cmp::Reverse((until, disk))),
-                    Action::Complete(c) => out.push(c),
-                }
-            }
-            let Some(std::cmp::Reverse((t, disk))) = heap.pop() else {
-                break;
-            };
-            a.handle(t, Event::DiskDone { disk });
-        }
-        out
-    }
-
-    #[test]
-    fn a_request_spanning_two_disks_is_answered_once_after_both_parts() {
-        let mut a = array(2, Policy::Fcfs);
-        let per = a.capacity_sectors() / 2;
-        let r = HostRequest {
-            id: 0,
-            op: Op::Read,
-            lba: per - 4,
-            sectors: 8,
-            arrival: Nanos(0),
-        };
-        let out = drain(&mut a, &[r]);
-        assert_eq!(out.len(), 1);
-        assert_eq!(a.counters(0).ops + a.counters(1).ops, 2);
-        assert_eq!(a.outstanding(), 0);
-    }
-
-    #[test]
-    fn every_request_is_answered_exactly_once_under_every_policy() {
-        for policy in Policy::ALL {
-            let mut a = array(3, policy);
-            let cap = a.capacity_sectors();
-            let reqs: Vec<_> = (0..200u64)
-                .map(|i| HostRequest {
-                    id: i,
-                    op: if i % 3 == 0 { Op::Write } else { Op::Read },
-                    lba: (i * 7_919_993) % (cap - 64),
-                    sectors: 8,
-                    arrival: Nanos(i * 100_000),
-                })
-                .collect();
-            let out = drain(&mut a, &reqs);
-            let mut ids: Vec<_> = out.iter().map(|c| c.id).collect();
-            ids.sort_unstable();
-            assert_eq!(ids, (0..200).collect::<Vec<_>>(), "{policy}");
-            for c in &out {
-                let b = c.breakdown;
-                assert_eq!(
-                    c.latency(),
-                    b.queue + b.overhead + b.seek + b.rotation + b.transfer + b.switches,
-                    "{policy}"
-                );
-            }
-        }
-    }
-
-    /// Random but valid on-disk buffer configurations under random request streams: every
-    /// request is answered once, after it arrived, and its breakdown adds up to its latency.
-    #[test]
-    fn buffered_drives_keep_the_invariants_under_random_configurations() {
-        use crate::drive::spec::test_spec;
-        use crate::drive::{CacheSpec, ExtraWriteDisconnect};
-        use rand::Rng;
-        let mut rng = Pcg64Mcg::seed_from_u64(0xCAC4E);
-        for case in 0..60 {
-            let mut spec = test_spec(2, 1000, 100);
-            let ms =
-                |rng: &mut Pcg64Mcg, hi: f64| (rng.gen::<f64>() * hi * 1000.0).round() / 1000.0;
-            let segment_sectors = rng.gen_range(8..400);
-            spec.cache = Some(CacheSpec {
-                segments: rng.gen_range(1..8),
-                segment_sectors,
-                write_segments: 1,
-                separate_write_segment: rng.gen(),
-                enable_caching: rng.gen_range(0..3),
-                continuous_read: rng.gen_range(0..5),
-                min_read_ahead_sectors: 0,
-                max_read_ahead_sectors: rng.gen_range(0..=segment_sectors),
-                read_ahead_over_requested: rng.gen(),
-                read_ahead_on_idle_hit: rng.gen(),
-                read_any_free_blocks: rng.gen(),
-                fast_write_level: rng.gen_range(0..3),
-                immediate_buffer_read: rng.gen(),
-                immediate_buffer_write: rng.gen(),
-                combine_seq_writes: rng.gen(),
-                stop_prefetch_in_sector: rng.gen(),
-                write_hit_stop_prefetch: rng.gen(),
-                read_directly_to_buffer: true,
-                immediate_transfer_partial_hit: true,
-                read_hits_on_write_data: rng.gen(),
-                low_water_mark: rng.gen(),
-                high_water_mark: rng.gen(),
-                watermark_by_request: rng.gen(),
-                read_hit_after_read_ms: ms(&mut rng, 1.0),
-                read_hit_after_write_ms: ms(&mut rng, 1.0),
-                read_miss_after_read_ms: ms(&mut rng, 3.0),
-                read_miss_after_write_ms: ms(&mut rng, 3.0),
-                write_hit_after_read_ms: ms(&mut rng, 1.0),
-                write_hit_after_write_ms: ms(&mut rng, 1.0),
-                write_miss_after_read_ms: ms(&mut rng, 3.0),
-                write_miss_after_write_ms: ms(&mut rng, 3.0),
-                read_completion_ms: ms(&mut rng, 0.2),
-                write_completion_ms: ms(&mut rng, 0.2),
-                data_preparation_ms: ms(&mut rng, 0.1),
-                first_reselect_ms: ms(&mut rng, 0.2),
-                other_reselect_ms: ms(&mut rng, 0.2),
-                read_disconnect_after_read_ms: 0.0,
-                read_disconnect_after_write_ms: 0.0,
-                write_disconnect_ms: ms(&mut rng, 0.2),
-                bus_sector_ms: ms(&mut rng, 0.3),
-                bus_sector_write_ms: rng
-                    .gen::<bool>()
-                    .then(|| (rng.gen::<f64>() * 300.0).round() / 1000.0),
-                hold_bus_read: false,
-                hold_bus_write: false,
-                never_disconnect: false,
-                extra_write_disconnect: rng.gen::<bool>().then_some(ExtraWriteDisconnect {
-                    command_ms: 0.5,
-                    disconnect_ms: 0.05,
-                    inter_disconnect_delay_ms: 0.4,
-                    second_disconnect_ms: 0.1,
-                    seek_delta_ms: 0.0,
-                }),
-                minimum_seek_ms: ms(&mut rng, 1.0),
-            });
-            let drive = Arc::new(Drive::from_spec(&spec).unwrap());
-            let policy = Policy::ALL[case % Policy::ALL.len()];
-            let mut a = Array::new(
-                drive,
-                &ArrayConfig {
-                    disks: 1,
-                    policy,
-                    age_bound: None,
-                    random_phase: true,
-                    noise: false,
-                    seed: case as u64,
-                },
-            );
-            let cap = a.capacity_sectors();
-            // Mostly sequential runs with jumps, so hits, read-ahead and appends all occur.
-            let mut lba = 0u64;
-            let mut t = 0u64;
-            let reqs: Vec<_> = (0..300u64)
-                .map(|id| {
-                    let sectors = rng.gen_range(1..40u32);
-                    if rng.gen::<f64>() < 0.3 {
-                        lba = rng.gen_range(0..cap - 64);
-                    }
-                    let r = HostRequest {
-                        id,
-                        op: if rng.gen::<f64>() < 0.6 {
-                            Op::Read
-                        } else {
-                            Op::Write
-                        },
-                        lba,
-                        sectors,
-                        arrival: Nanos(t),
-                    };
-                    lba = (lba + u64::from(sectors)).min(cap - 64);
-                    t += rng.gen_range(0..20_000_000);
-                    r
-                })
-                .collect();
-            let out = drain(&mut a, &reqs);
-            let mut ids: Vec<_> = out.iter().map(|c| c.id).collect();
-            ids.sort_unstable();
-            assert_eq!(ids, (0..300).collect::<Vec<_>>(), "case {case}");
-            for c in &out {
-                let b = c.breakdown;
-                assert!(c.done >= c.arrival, "case {case}");
-                assert_eq!(
-                    c.latency(),
-                    b.queue + b.overhead + b.seek + b.rotation + b.transfer + b.switches,
-                    "case {case}: {c:?}"
-                );
-            }
-        }
-    }
-}
+mod tests;

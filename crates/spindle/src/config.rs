@@ -5,8 +5,9 @@
 //! Keys are documented in `docs/experiment.md`. The core never opens files: the caller passes
 //! a `read_file` function used for drive files and traces named by an experiment.
 
-use crate::array::{Array, ArrayConfig, HostRequest};
+use crate::array::{Array, ArrayConfig, HostRequest, WritePolicy, DEFAULT_NVRAM_ENTRIES};
 use crate::drive::{builtin_drive, parse_drive, Drive};
+use crate::layout::{Layout, LayoutConfig, Placement, Shape};
 use crate::metrics::Report;
 use crate::sched::Policy;
 use crate::sim::{self, Arrivals, ReplayRequests, SimError, Window, Workload};
@@ -59,10 +60,31 @@ pub struct DriveRef {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArraySpec {
-    #[serde(default = "one_u32")]
-    pub disks: u32,
-    #[serde(default = "jbod")]
-    pub layout: String,
+    /// Number of disks D; for the replicated layouts it may be left out (D = Ds·Dr·Dm) or
+    /// given in place of one dimension.
+    #[serde(default)]
+    pub disks: Option<u32>,
+    #[serde(default)]
+    pub layout: LayoutName,
+    /// Striping degree Ds, rotational replicas Dr, mirrors Dm (dissertation 2.3.4).
+    #[serde(default)]
+    pub ds: Option<u32>,
+    #[serde(default)]
+    pub dr: Option<u32>,
+    #[serde(default)]
+    pub dm: Option<u32>,
+    #[serde(default = "sixty_four_k")]
+    pub stripe_unit_bytes: u64,
+    #[serde(default)]
+    pub placement: Placement,
+    #[serde(default)]
+    pub writes: WritePolicy,
+    #[serde(default = "nvram_default")]
+    pub nvram_entries: usize,
+    /// The data set the layout spreads over the disks; absent: one disk's capacity (the
+    /// dissertation's "D disks hold one disk's worth of data"), the whole array for JBOD.
+    #[serde(default)]
+    pub data_set_bytes: Option<u64>,
     #[serde(default = "fcfs")]
     pub scheduler: Policy,
     /// Serve a request first once it has waited this long (ms); absent: no bound.
@@ -72,11 +94,32 @@ pub struct ArraySpec {
     pub random_phase: bool,
 }
 
+/// The layouts by name; all but JBOD are SR-Mirror shapes Ds × Dr × Dm.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LayoutName {
+    #[default]
+    Jbod,
+    #[serde(alias = "raid-0", alias = "stripe")]
+    Striping,
+    #[serde(alias = "raid-1")]
+    Mirror,
+    #[serde(alias = "raid10")]
+    Raid10,
+    StripedMirror,
+    SrArray,
+    SrMirror,
+}
+
+fn sixty_four_k() -> u64 {
+    65536
+}
+fn nvram_default() -> usize {
+    DEFAULT_NVRAM_ENTRIES
+}
+
 fn one_u32() -> u32 {
     1
-}
-fn jbod() -> String {
-    "jbod".into()
 }
 fn fcfs() -> Policy {
     Policy::Fcfs
@@ -88,8 +131,16 @@ fn yes() -> bool {
 impl Default for ArraySpec {
     fn default() -> Self {
         ArraySpec {
-            disks: 1,
-            layout: jbod(),
+            disks: None,
+            layout: LayoutName::Jbod,
+            ds: None,
+            dr: None,
+            dm: None,
+            stripe_unit_bytes: sixty_four_k(),
+            placement: Placement::default(),
+            writes: WritePolicy::default(),
+            nvram_entries: nvram_default(),
+            data_set_bytes: None,
             scheduler: Policy::Fcfs,
             age_bound_ms: None,
             random_phase: true,
@@ -501,6 +552,112 @@ impl Experiment {
         Ok(base)
     }
 
+    /// The array's shape from `[array]`: the layout's dimensions, each given or derived
+    /// from `disks` (D = Ds·Dr·Dm).
+    pub fn shape(&self) -> Result<Shape, ConfigError> {
+        let a = &self.spec.array;
+        let dim = |key: &str, v: Option<u32>| -> Result<Option<u32>, ConfigError> {
+            match v {
+                Some(0) => Err(self.error(&format!("array.{key}"), "must be >= 1, got 0")),
+                v => Ok(v),
+            }
+        };
+        let (ds, dr, dm) = (dim("ds", a.ds)?, dim("dr", a.dr)?, dim("dm", a.dm)?);
+        let disks = match a.disks {
+            Some(d) if !(1..=MAX_DISKS).contains(&d) => {
+                return Err(self.error(
+                    "array.disks",
+                    format!("must be within 1..={MAX_DISKS}, got {d}"),
+                ))
+            }
+            d => d,
+        };
+        // Dimensions fixed by the layout's name, then the free ones.
+        let fixed: [Option<u32>; 3] = match a.layout {
+            LayoutName::Jbod => {
+                for (k, v) in [("ds", ds), ("dr", dr), ("dm", dm)] {
+                    if v.is_some() {
+                        return Err(self.error(
+                            &format!("array.{k}"),
+                            "a JBOD has no striping, replication or mirroring dimensions",
+                        ));
+                    }
+                }
+                return Ok(Shape::Jbod {
+                    disks: disks.unwrap_or(1),
+                });
+            }
+            LayoutName::Striping => [None, Some(1), Some(1)],
+            LayoutName::Mirror => [Some(1), Some(1), None],
+            LayoutName::Raid10 => [None, Some(1), Some(2)],
+            LayoutName::StripedMirror => [None, Some(1), None],
+            LayoutName::SrArray => [None, None, Some(1)],
+            LayoutName::SrMirror => [None, None, None],
+        };
+        let names = ["ds", "dr", "dm"];
+        let mut dims = [ds, dr, dm];
+        for i in 0..3 {
+            if let (Some(f), Some(v)) = (fixed[i], dims[i]) {
+                if f != v {
+                    return Err(self.error(
+                        &format!("array.{}", names[i]),
+                        format!(
+                            "is {f} for layout {:?}, got {v}",
+                            format!("{:?}", a.layout).to_lowercase()
+                        ),
+                    ));
+                }
+            }
+            dims[i] = dims[i].or(fixed[i]);
+        }
+        let missing: Vec<usize> = (0..3).filter(|&i| dims[i].is_none()).collect();
+        match (missing.as_slice(), disks) {
+            ([], _) => {}
+            ([i], Some(d)) => {
+                let known: u32 = dims.iter().flatten().product();
+                if d % known != 0 {
+                    return Err(self.error(
+                        "array.disks",
+                        format!(
+                            "{d} disks cannot be divided by the other dimensions' product {known} to find {}",
+                            names[*i]
+                        ),
+                    ));
+                }
+                dims[*i] = Some(d / known);
+            }
+            (m, _) => {
+                let keys: Vec<String> = m.iter().map(|&i| format!("array.{}", names[i])).collect();
+                return Err(self.error(
+                    "array.layout",
+                    format!(
+                        "give {}{}",
+                        keys.join(" and "),
+                        if m.len() == 1 { " or array.disks" } else { "" }
+                    ),
+                ));
+            }
+        }
+        let [ds, dr, dm] = dims.map(|d| d.expect("every dimension resolved"));
+        let shape = Shape::SrMirror { ds, dr, dm };
+        let total = u64::from(ds) * u64::from(dr) * u64::from(dm);
+        if let Some(d) = disks {
+            if u64::from(d) != total {
+                return Err(self.error(
+                    "array.disks",
+                    format!("{d} disks, but Ds x Dr x Dm = {ds} x {dr} x {dm} = {total}"),
+                ));
+            }
+        }
+        if total > u64::from(MAX_DISKS) {
+            return Err(self.error(
+                "array.layout",
+                format!("{total} disks; at most {MAX_DISKS}"),
+            ));
+        }
+        Ok(shape)
+    }
+
     fn run_one(
         &self,
         read_file: ReadFile<'_>,
@@ -512,17 +669,9 @@ impl Experiment {
         let drive =
             resolve_drive(&s.drive.model, read_file).map_err(|m| self.error("drive.model", m))?;
         let a = &s.array;
-        if !(1..=MAX_DISKS).contains(&a.disks) {
-            return Err(self.error(
-                "array.disks",
-                format!("must be within 1..={MAX_DISKS}, got {}", a.disks),
-            ));
-        }
-        if a.layout != "jbod" {
-            return Err(self.error(
-                "array.layout",
-                format!("unknown layout {:?}; available: jbod", a.layout),
-            ));
+        let shape = self.shape()?;
+        if a.nvram_entries == 0 {
+            return Err(self.error("array.nvram_entries", "must be >= 1"));
         }
         let age_bound = match a.age_bound_ms {
             None => None,
@@ -533,18 +682,33 @@ impl Experiment {
         };
         let sector_bytes = u64::from(drive.geometry().sector_bytes());
         let per_disk = drive.capacity_sectors();
+        let layout = Layout::new(
+            &drive,
+            &LayoutConfig {
+                shape,
+                stripe_unit_bytes: a.stripe_unit_bytes,
+                placement: a.placement,
+                data_set_bytes: a.data_set_bytes,
+                seed: s.seed,
+            },
+        )
+        .map_err(|e| self.error("array", e.0))?;
         let drive = Arc::new(drive);
         let array = Array::new(
             drive.clone(),
             &ArrayConfig {
-                disks: a.disks as usize,
+                layout: Some(layout),
+                disks: shape.disks() as usize,
                 policy: a.scheduler,
                 age_bound,
                 random_phase: a.random_phase,
                 noise: s.drive.noise,
                 seed: s.seed,
+                writes: a.writes,
+                nvram_entries: a.nvram_entries,
             },
-        );
+        )
+        .map_err(|e| self.error("array", e.0))?;
         let capacity_bytes = array.capacity_sectors() * sector_bytes;
         let w = &s.workload;
         let r = &s.run;
@@ -646,8 +810,13 @@ impl Experiment {
                         format!("must be > 0, got {}", t.speedup),
                     ));
                 }
+                // A JBOD's devices may map to its disks; any other layout is one volume.
+                let (devices, device_sectors) = match shape {
+                    Shape::Jbod { disks } => (disks, per_disk),
+                    Shape::SrMirror { .. } => (1, array.capacity_sectors()),
+                };
                 let (arrivals, count) =
-                    open_trace(t, drive.geometry().sector_bytes(), a.disks, per_disk)
+                    open_trace(t, drive.geometry().sector_bytes(), devices, device_sectors)
                         .map_err(|m| self.error("workload.trace.path", m))?;
                 if cooldown > 0 && count.is_none() {
                     return Err(self.error(
@@ -701,7 +870,7 @@ impl Experiment {
             },
         )?;
         report.drive = drive.id.clone();
-        report.disks_count = a.disks as usize;
+        report.disks_count = shape.disks() as usize;
         report.scheduler = a.scheduler.to_string();
         report.workload = workload_label;
         report.seed = s.seed;

@@ -43,6 +43,14 @@ pub struct Transfer {
     pub sectors: u32,
 }
 
+/// A run of consecutive LBAs: one piece of a multi-run access (the rotational replicas of
+/// a write, or a replica that wraps around its track).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Run {
+    pub lba: u64,
+    pub sectors: u32,
+}
+
 /// The full breakdown of one disk access.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Access {
@@ -324,14 +332,36 @@ impl Drive {
         head: &HeadState,
         xfer: Transfer,
         via_cylinder: Option<u32>,
+        rng: Option<&mut R>,
+    ) -> Access {
+        let run = Run {
+            lba: xfer.lba,
+            sectors: xfer.sectors,
+        };
+        self.access_runs(now, head, xfer.op, &[run], via_cylinder, rng)
+    }
+
+    /// One command moving several runs in order: after each run the arm switches to the
+    /// next run's track and waits for its first sector, as it does between the tracks of
+    /// one run. Only the first positioning gets the seeded noise.
+    pub fn access_runs<R: Rng>(
+        &self,
+        now: Nanos,
+        head: &HeadState,
+        op: Op,
+        runs: &[Run],
+        via_cylinder: Option<u32>,
         mut rng: Option<&mut R>,
     ) -> Access {
-        let Transfer { op, lba, sectors } = xfer;
-        assert!(sectors > 0, "an access moves at least one sector");
-        assert!(
-            lba + u64::from(sectors) <= self.capacity_sectors(),
-            "access beyond capacity"
-        );
+        assert!(!runs.is_empty(), "an access moves at least one run");
+        for r in runs {
+            assert!(r.sectors > 0, "an access moves at least one sector");
+            assert!(
+                r.lba + u64::from(r.sectors) <= self.capacity_sectors(),
+                "access beyond capacity"
+            );
+        }
+        let Run { lba, sectors } = runs[0];
         let mut a = Access {
             overhead: self.overhead(op),
             ..Access::default()
@@ -355,6 +385,7 @@ impl Drive {
         }
         t += a.rotation;
         let (mut lba, mut left, mut at) = (lba, sectors, first);
+        let mut rest = runs[1..].iter();
         loop {
             let run = self.geometry.run_on_track(lba).min(left);
             let (idx, spt) = self.geometry.angle_index(at.chs);
@@ -367,7 +398,10 @@ impl Drive {
             left -= run;
             lba += u64::from(run);
             if left == 0 {
-                break;
+                let Some(next) = rest.next() else {
+                    break;
+                };
+                (lba, left) = (next.lba, next.sectors);
             }
             at = self.locate(lba);
             let switch = self.seek_span(cyl, hd, at.chs, op);

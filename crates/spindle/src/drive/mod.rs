@@ -19,7 +19,7 @@ pub use cache_spec::{CacheSpec, ExtraWriteDisconnect};
 pub use controller::{Controller, Service};
 pub use geometry::{Chs, Geometry};
 pub use layout_spec::LayoutSpec;
-pub use mech::{Access, Drive, HeadState, Target, Transfer};
+pub use mech::{Access, Drive, HeadState, Run, Target, Transfer};
 pub use seek::SeekCurve;
 pub use spec::{DriveSpec, NoiseSpec, SeekSpec, SkewUnit, ZoneSpec};
 

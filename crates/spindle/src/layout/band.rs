@@ -19,15 +19,14 @@
 //! Tracks that are not whole (a slipped sector, a zone boundary inside a group) are skipped
 //! in replicated bands, so every replica angle is exact.
 
-use crate::drive::Drive;
+use crate::drive::{Drive, Run};
 use crate::Op;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
 
-/// Replicas per sector are stored inline; more than this is refused.
-pub const MAX_REPLICAS: usize = 8;
+pub use crate::sched::MAX_REPLICAS;
 
 /// How rotational replicas are placed (the (a), (b), (c)).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,13 +61,6 @@ struct Group {
     /// `even`: replica k's offset from replica 0; `track-group`: replica k's rotation on its
     /// track, in sectors.
     shift: [u32; MAX_REPLICAS],
-}
-
-/// One run of sectors on a disk.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Run {
-    pub lba: u64,
-    pub sectors: u32,
 }
 
 /// A replica of a piece: one run, or two when it wraps around its track.

@@ -136,7 +136,7 @@ impl Layout {
                 band: Band::identity(disk_sectors),
             });
         }
-        if cfg.stripe_unit_bytes == 0 || cfg.stripe_unit_bytes % sector != 0 {
+        if cfg.stripe_unit_bytes == 0 || !cfg.stripe_unit_bytes.is_multiple_of(sector) {
             return err(format!(
                 "stripe unit of {} bytes is not a positive multiple of the {sector}-byte sector",
                 cfg.stripe_unit_bytes

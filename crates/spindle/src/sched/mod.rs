@@ -14,6 +14,74 @@ use crate::drive::{Drive, HeadState, Target};
 use crate::{Nanos, Op, Span};
 use serde::{Deserialize, Serialize};
 
+/// Rotational replicas a request may be served from are stored inline, at most this many.
+pub const MAX_REPLICAS: usize = 8;
+
+/// The physical copies a queued request may be served from: its rotational replicas on
+/// this disk (one for an unreplicated layout). Replica-aware policies (RLOOK, RSATF: every
+/// policy here) serve the copy with the smallest predicted positioning time.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Replicas {
+    len: u8,
+    /// The layout's replica number of each entry.
+    ids: [u8; MAX_REPLICAS],
+    targets: [Target; MAX_REPLICAS],
+}
+
+impl Replicas {
+    /// A single copy, replica 0.
+    pub fn one(t: Target) -> Replicas {
+        Replicas {
+            len: 1,
+            ids: [0; MAX_REPLICAS],
+            targets: [t; MAX_REPLICAS],
+        }
+    }
+
+    /// Adds replica `id` located at `t`.
+    pub fn push(&mut self, id: u8, t: Target) {
+        let i = usize::from(self.len);
+        assert!(i < MAX_REPLICAS, "more than {MAX_REPLICAS} replicas");
+        self.ids[i] = id;
+        self.targets[i] = t;
+        self.len += 1;
+    }
+
+    /// An empty set, to `push` into.
+    pub fn empty(placeholder: Target) -> Replicas {
+        Replicas {
+            len: 0,
+            ..Replicas::one(placeholder)
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// (replica number, first sector) of entry `i`.
+    pub fn get(&self, i: usize) -> (u8, Target) {
+        assert!(i < self.len(), "replica entry {i} of {}", self.len);
+        (self.ids[i], self.targets[i])
+    }
+
+    /// The entry with the smallest predicted positioning time from `head` at `now`.
+    pub fn best(&self, now: Nanos, head: &HeadState, op: Op, drive: &Drive) -> (usize, Span) {
+        let mut best = (0, drive.position_time(now, head, op, &self.targets[0]));
+        for i in 1..self.len() {
+            let t = drive.position_time(now, head, op, &self.targets[i]);
+            if t < best.1 {
+                best = (i, t);
+            }
+        }
+        best
+    }
+}
+
 /// A disk operation waiting in a queue.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct DiskRequest {
@@ -22,18 +90,39 @@ pub struct DiskRequest {
     pub op: Op,
     pub lba: u64,
     pub sectors: u32,
+    /// The first replica's first sector: what the seek-ordering policies sort by.
     pub target: Target,
+    /// Every copy the request may be served from (`replicas.get(0).1 == target`).
+    pub replicas: Replicas,
     /// When the request entered the queue.
     pub queued_at: Nanos,
     /// Arrival order, for FCFS and tie-breaking (deterministic).
     pub seq: u64,
 }
 
-/// The scheduler's choice: a request, and for SCAN the edge cylinder the arm visits first.
+/// The scheduler's choice: a request, the entry of its `replicas` to serve, and for SCAN
+/// the edge cylinder the arm visits first.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Pick {
     pub request: DiskRequest,
+    pub replica: usize,
     pub via_cylinder: Option<u32>,
+}
+
+impl Pick {
+    /// `request`, served from its replica that is quickest to reach from `head` at `now`.
+    pub fn closest(request: DiskRequest, now: Nanos, head: &HeadState, drive: &Drive) -> Pick {
+        let replica = if request.replicas.len() > 1 {
+            request.replicas.best(now, head, request.op, drive).0
+        } else {
+            0
+        };
+        Pick {
+            request,
+            replica,
+            via_cylinder: None,
+        }
+    }
 }
 
 /// Counters a scheduler keeps about its own decisions.
@@ -59,15 +148,20 @@ pub trait Scheduler: Send {
     fn stats(&self) -> SchedStats;
 }
 
-/// The scheduling policies, as named in experiment files.
+/// The scheduling policies, as named in experiment files. Every policy serves a request
+/// from its rotationally closest replica, so on replicated layouts LOOK is the
+/// dissertation's RLOOK and SATF its RSATF (2.4.3–2.4.4); `rlook` and `rsatf` are accepted
+/// as their names.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Policy {
     Fcfs,
     Sstf,
     Scan,
+    #[serde(alias = "rlook")]
     Look,
     CLook,
+    #[serde(alias = "rsatf")]
     Satf,
 }
 
@@ -147,12 +241,9 @@ impl Pending {
 
     /// The oldest request, taken, if it has waited past the age bound: every policy asks
     /// this first.
-    fn take_overdue(&mut self, now: Nanos) -> Option<Pick> {
+    fn take_overdue(&mut self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<Pick> {
         let i = self.overdue(now)?;
-        Some(Pick {
-            request: self.take(i, true),
-            via_cylinder: None,
-        })
+        Some(Pick::closest(self.take(i, true), now, head, drive))
     }
 
     /// Removes request `i`, keeping the others (order among them is not significant).

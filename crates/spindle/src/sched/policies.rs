@@ -23,13 +23,6 @@ macro_rules! pending_queue_methods {
     };
 }
 
-fn plain(request: DiskRequest) -> Pick {
-    Pick {
-        request,
-        via_cylinder: None,
-    }
-}
-
 /// First come, first served: arrival order, a ring buffer (no scan even for long queues).
 #[derive(Debug)]
 pub struct Fcfs {
@@ -50,16 +43,19 @@ impl Fcfs {
 
 impl Scheduler for Fcfs {
     fn push(&mut self, r: DiskRequest) {
-        debug_assert!(
-            self.ring.back().is_none_or(|b| b.seq < r.seq),
-            "FCFS arrivals out of order"
-        );
-        self.ring.push_back(r);
+        // Almost always the newest; a delayed write promoted to the foreground (or any
+        // re-queued request) takes its place by age.
+        if self.ring.back().is_none_or(|b| b.seq < r.seq) {
+            self.ring.push_back(r);
+        } else {
+            let i = self.ring.partition_point(|q| q.seq < r.seq);
+            self.ring.insert(i, r);
+        }
     }
-    fn pick(&mut self, _now: Nanos, _head: &HeadState, _drive: &Drive) -> Option<Pick> {
+    fn pick(&mut self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<Pick> {
         let r = self.ring.pop_front()?;
         self.stats.picks += 1;
-        Some(plain(r))
+        Some(Pick::closest(r, now, head, drive))
     }
     fn remove(&mut self, id: u64) -> Option<DiskRequest> {
         let i = self.ring.iter().position(|r| r.id == id)?;
@@ -87,14 +83,14 @@ impl Sstf {
 
 impl Scheduler for Sstf {
     pending_queue_methods!();
-    fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
-        if let Some(p) = self.q.take_overdue(now) {
+    fn pick(&mut self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<Pick> {
+        if let Some(p) = self.q.take_overdue(now, head, drive) {
             return Some(p);
         }
         let i = self
             .q
             .argmin(|r| r.target.chs.cylinder.abs_diff(head.cylinder))?;
-        Some(plain(self.q.take(i, false)))
+        Some(Pick::closest(self.q.take(i, false), now, head, drive))
     }
 }
 
@@ -137,8 +133,8 @@ impl Look {
 
 impl Scheduler for Look {
     pending_queue_methods!();
-    fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
-        if let Some(p) = self.q.take_overdue(now) {
+    fn pick(&mut self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<Pick> {
+        if let Some(p) = self.q.take_overdue(now, head, drive) {
             return Some(p);
         }
         if self.q.reqs.is_empty() {
@@ -153,7 +149,7 @@ impl Scheduler for Look {
                     .expect("a request lies one way or the other")
             }
         };
-        Some(plain(self.q.take(i, false)))
+        Some(Pick::closest(self.q.take(i, false), now, head, drive))
     }
 }
 
@@ -179,23 +175,23 @@ impl Scan {
 
 impl Scheduler for Scan {
     pending_queue_methods!();
-    fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
-        if let Some(p) = self.q.take_overdue(now) {
+    fn pick(&mut self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<Pick> {
+        if let Some(p) = self.q.take_overdue(now, head, drive) {
             return Some(p);
         }
         if self.q.reqs.is_empty() {
             return None;
         }
         if let Some(i) = nearest_ahead(&self.q, head.cylinder, self.up) {
-            return Some(plain(self.q.take(i, false)));
+            return Some(Pick::closest(self.q.take(i, false), now, head, drive));
         }
         let edge = if self.up { self.last_cylinder } else { 0 };
         self.up = !self.up;
         self.q.stats.reversals += 1;
         let i = nearest_ahead(&self.q, edge, self.up).expect("every request lies on the way back");
         Some(Pick {
-            request: self.q.take(i, false),
             via_cylinder: (edge != head.cylinder).then_some(edge),
+            ..Pick::closest(self.q.take(i, false), now, head, drive)
         })
     }
 }
@@ -214,8 +210,8 @@ impl CLook {
 
 impl Scheduler for CLook {
     pending_queue_methods!();
-    fn pick(&mut self, now: Nanos, head: &HeadState, _drive: &Drive) -> Option<Pick> {
-        if let Some(p) = self.q.take_overdue(now) {
+    fn pick(&mut self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<Pick> {
+        if let Some(p) = self.q.take_overdue(now, head, drive) {
             return Some(p);
         }
         if self.q.reqs.is_empty() {
@@ -230,7 +226,7 @@ impl Scheduler for CLook {
                     .expect("queue is not empty")
             }
         };
-        Some(plain(self.q.take(i, false)))
+        Some(Pick::closest(self.q.take(i, false), now, head, drive))
     }
 }
 
@@ -250,12 +246,13 @@ impl Satf {
 impl Scheduler for Satf {
     pending_queue_methods!();
     fn pick(&mut self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<Pick> {
-        if let Some(p) = self.q.take_overdue(now) {
+        if let Some(p) = self.q.take_overdue(now, head, drive) {
             return Some(p);
         }
+        // RSATF: a request costs its quickest replica.
         let i = self
             .q
-            .argmin(|r| drive.position_time(now, head, r.op, &r.target))?;
-        Some(plain(self.q.take(i, false)))
+            .argmin(|r| r.replicas.best(now, head, r.op, drive).1)?;
+        Some(Pick::closest(self.q.take(i, false), now, head, drive))
     }
 }

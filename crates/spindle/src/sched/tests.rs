@@ -17,6 +17,7 @@ fn req(d: &Drive, seq: u64, cylinder: u64, sector: u64) -> DiskRequest {
         lba,
         sectors: 1,
         target: d.locate(lba),
+        replicas: Replicas::one(d.locate(lba)),
         queued_at: Nanos(seq),
         seq,
     }

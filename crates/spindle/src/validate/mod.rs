@@ -92,17 +92,11 @@ pub enum ValidateError {
 
 /// The array a validation replays on: one disk, FCFS, no noise, rotational phase 0.
 pub fn validation_array(drive: Arc<Drive>) -> Array {
-    Array::new(
-        drive,
-        &ArrayConfig {
-            disks: 1,
-            policy: Policy::Fcfs,
-            age_bound: None,
-            random_phase: false,
-            noise: false,
-            seed: 1,
-        },
-    )
+    let cfg = ArrayConfig {
+        random_phase: false,
+        ..ArrayConfig::jbod(1, Policy::Fcfs, 1)
+    };
+    Array::new(drive, &cfg).expect("one JBOD disk is always a valid array")
 }
 
 /// Replays `records` on `drive` (see the module docs) and scores the result. `count` is the

@@ -1,0 +1,192 @@
+use super::*;
+use crate::drive::builtin_drive;
+
+fn array(disks: usize, policy: Policy) -> Array {
+    let drive = Arc::new(builtin_drive("st39133lwv").expect("built-in drive"));
+    Array::new(drive, &ArrayConfig::jbod(disks, policy, 7))
+        .map_err(|e| e.0)
+        .unwrap()
+}
+
+/// Runs the array to quiescence, returning completions in order.
+fn drain(a: &mut Array, reqs: &[HostRequest]) -> Vec<Completion> {
+    let mut heap = std::collections::BinaryHeap::new();
+    let mut out = vec![];
+    for r in reqs {
+        a.handle(r.arrival, Event::Host(*r));
+    }
+    loop {
+        while let Some(act) = a.poll_action() {
+            match act {
+                Action::DiskBusy { disk, until } => heap.push(std::cmp::Reverse((until, disk))),
+                Action::Complete(c) => out.push(c),
+            }
+        }
+        let Some(std::cmp::Reverse((t, disk))) = heap.pop() else {
+            break;
+        };
+        a.handle(t, Event::DiskDone { disk });
+    }
+    out
+}
+
+#[test]
+fn a_request_spanning_two_disks_is_answered_once_after_both_parts() {
+    let mut a = array(2, Policy::Fcfs);
+    let per = a.capacity_sectors() / 2;
+    let r = HostRequest {
+        id: 0,
+        op: Op::Read,
+        lba: per - 4,
+        sectors: 8,
+        arrival: Nanos(0),
+    };
+    let out = drain(&mut a, &[r]);
+    assert_eq!(out.len(), 1);
+    assert_eq!(a.counters(0).ops + a.counters(1).ops, 2);
+    assert_eq!(a.outstanding(), 0);
+}
+
+#[test]
+fn every_request_is_answered_exactly_once_under_every_policy() {
+    for policy in Policy::ALL {
+        let mut a = array(3, policy);
+        let cap = a.capacity_sectors();
+        let reqs: Vec<_> = (0..200u64)
+            .map(|i| HostRequest {
+                id: i,
+                op: if i % 3 == 0 { Op::Write } else { Op::Read },
+                lba: (i * 7_919_993) % (cap - 64),
+                sectors: 8,
+                arrival: Nanos(i * 100_000),
+            })
+            .collect();
+        let out = drain(&mut a, &reqs);
+        let mut ids: Vec<_> = out.iter().map(|c| c.id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..200).collect::<Vec<_>>(), "{policy}");
+        for c in &out {
+            let b = c.breakdown;
+            assert_eq!(
+                c.latency(),
+                b.queue + b.overhead + b.seek + b.rotation + b.transfer + b.switches,
+                "{policy}"
+            );
+        }
+    }
+}
+
+/// Random but valid on-disk buffer configurations under random request streams: every
+/// request is answered once, after it arrived, and its breakdown adds up to its latency.
+#[test]
+fn buffered_drives_keep_the_invariants_under_random_configurations() {
+    use crate::drive::spec::test_spec;
+    use crate::drive::{CacheSpec, ExtraWriteDisconnect};
+    use rand::Rng;
+    let mut rng = Pcg64Mcg::seed_from_u64(0xCAC4E);
+    for case in 0..60 {
+        let mut spec = test_spec(2, 1000, 100);
+        let ms = |rng: &mut Pcg64Mcg, hi: f64| (rng.gen::<f64>() * hi * 1000.0).round() / 1000.0;
+        let segment_sectors = rng.gen_range(8..400);
+        spec.cache = Some(CacheSpec {
+            segments: rng.gen_range(1..8),
+            segment_sectors,
+            write_segments: 1,
+            separate_write_segment: rng.gen(),
+            enable_caching: rng.gen_range(0..3),
+            continuous_read: rng.gen_range(0..5),
+            min_read_ahead_sectors: 0,
+            max_read_ahead_sectors: rng.gen_range(0..=segment_sectors),
+            read_ahead_over_requested: rng.gen(),
+            read_ahead_on_idle_hit: rng.gen(),
+            read_any_free_blocks: rng.gen(),
+            fast_write_level: rng.gen_range(0..3),
+            immediate_buffer_read: rng.gen(),
+            immediate_buffer_write: rng.gen(),
+            combine_seq_writes: rng.gen(),
+            stop_prefetch_in_sector: rng.gen(),
+            write_hit_stop_prefetch: rng.gen(),
+            read_directly_to_buffer: true,
+            immediate_transfer_partial_hit: true,
+            read_hits_on_write_data: rng.gen(),
+            low_water_mark: rng.gen(),
+            high_water_mark: rng.gen(),
+            watermark_by_request: rng.gen(),
+            read_hit_after_read_ms: ms(&mut rng, 1.0),
+            read_hit_after_write_ms: ms(&mut rng, 1.0),
+            read_miss_after_read_ms: ms(&mut rng, 3.0),
+            read_miss_after_write_ms: ms(&mut rng, 3.0),
+            write_hit_after_read_ms: ms(&mut rng, 1.0),
+            write_hit_after_write_ms: ms(&mut rng, 1.0),
+            write_miss_after_read_ms: ms(&mut rng, 3.0),
+            write_miss_after_write_ms: ms(&mut rng, 3.0),
+            read_completion_ms: ms(&mut rng, 0.2),
+            write_completion_ms: ms(&mut rng, 0.2),
+            data_preparation_ms: ms(&mut rng, 0.1),
+            first_reselect_ms: ms(&mut rng, 0.2),
+            other_reselect_ms: ms(&mut rng, 0.2),
+            read_disconnect_after_read_ms: 0.0,
+            read_disconnect_after_write_ms: 0.0,
+            write_disconnect_ms: ms(&mut rng, 0.2),
+            bus_sector_ms: ms(&mut rng, 0.3),
+            bus_sector_write_ms: rng
+                .gen::<bool>()
+                .then(|| (rng.gen::<f64>() * 300.0).round() / 1000.0),
+            hold_bus_read: false,
+            hold_bus_write: false,
+            never_disconnect: false,
+            extra_write_disconnect: rng.gen::<bool>().then_some(ExtraWriteDisconnect {
+                command_ms: 0.5,
+                disconnect_ms: 0.05,
+                inter_disconnect_delay_ms: 0.4,
+                second_disconnect_ms: 0.1,
+                seek_delta_ms: 0.0,
+            }),
+            minimum_seek_ms: ms(&mut rng, 1.0),
+        });
+        let drive = Arc::new(Drive::from_spec(&spec).unwrap());
+        let policy = Policy::ALL[case % Policy::ALL.len()];
+        let mut a = Array::new(drive, &ArrayConfig::jbod(1, policy, case as u64))
+            .map_err(|e| e.0)
+            .unwrap();
+        let cap = a.capacity_sectors();
+        // Mostly sequential runs with jumps, so hits, read-ahead and appends all occur.
+        let mut lba = 0u64;
+        let mut t = 0u64;
+        let reqs: Vec<_> = (0..300u64)
+            .map(|id| {
+                let sectors = rng.gen_range(1..40u32);
+                if rng.gen::<f64>() < 0.3 {
+                    lba = rng.gen_range(0..cap - 64);
+                }
+                let r = HostRequest {
+                    id,
+                    op: if rng.gen::<f64>() < 0.6 {
+                        Op::Read
+                    } else {
+                        Op::Write
+                    },
+                    lba,
+                    sectors,
+                    arrival: Nanos(t),
+                };
+                lba = (lba + u64::from(sectors)).min(cap - 64);
+                t += rng.gen_range(0..20_000_000);
+                r
+            })
+            .collect();
+        let out = drain(&mut a, &reqs);
+        let mut ids: Vec<_> = out.iter().map(|c| c.id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..300).collect::<Vec<_>>(), "case {case}");
+        for c in &out {
+            let b = c.breakdown;
+            assert!(c.done >= c.arrival, "case {case}");
+            assert_eq!(
+                c.latency(),
+                b.queue + b.overhead + b.seek + b.rotation + b.transfer + b.switches,
+                "case {case}: {c:?}"
+            );
+        }
+    }
+}
