@@ -10,6 +10,7 @@ pub mod drive;
 pub mod metrics;
 pub mod sched;
 pub mod sim;
+pub mod sweep;
 pub mod time;
 pub mod validate;
 pub mod workload;
