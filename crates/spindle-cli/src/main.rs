@@ -8,6 +8,7 @@ mod drives_cmd;
 mod progress;
 mod replay;
 mod run_cmd;
+mod sweep_cmd;
 mod trace_cmd;
 mod validate_cmd;
 
@@ -31,6 +32,8 @@ struct Cli {
 enum Cmd {
     /// Run an experiment (no FILE: the built-in default) and print its report.
     Run(run_cmd::RunArgs),
+    /// Run an experiment over the product of its [[axis]] tables, one row per point.
+    Sweep(sweep_cmd::SweepArgs),
     /// List and show the built-in drive library.
     #[command(subcommand)]
     Drives(drives_cmd::DrivesCmd),
@@ -47,6 +50,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Run(args) => run_cmd::run(args, cli.quiet),
+        Cmd::Sweep(args) => sweep_cmd::run(args, cli.quiet),
         Cmd::Drives(cmd) => drives_cmd::run(cmd),
         Cmd::Trace(cmd) => trace_cmd::run(cmd, cli.quiet),
         Cmd::Bench(args) => bench::run(args, cli.quiet),

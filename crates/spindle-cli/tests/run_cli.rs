@@ -76,11 +76,15 @@ fn csv_has_a_header_and_one_line_per_configuration() {
     let out = stdout(&o);
     let lines: Vec<_> = out.lines().collect();
     assert!(
-        lines[0].starts_with("label,drive,disks,scheduler"),
+        lines[0].starts_with("label,drive,disks,layout,scheduler"),
         "{}",
         lines[0]
     );
-    assert_eq!(lines.len(), 7, "header + six schedulers");
+    assert_eq!(
+        lines.len(),
+        9,
+        "header + six schedulers + SR-Array + RAID-10"
+    );
 }
 
 #[test]

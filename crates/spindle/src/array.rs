@@ -313,14 +313,14 @@ impl Array {
             return Err(LayoutError("an array has at least one disk".into()));
         }
         let (dr, dm) = (layout.replicas(), layout.mirrors());
-        if dr > 1 && drive.cache().is_some() {
-            return Err(LayoutError(format!(
-                "rotational replication needs direct control of the head: {} models an \
-                 on-disk buffer (read-ahead, write-back); use a drive without a [cache] \
-                 section (the dissertation turned the buffers off, 3.4.3)",
-                drive.id
-            )));
-        }
+        // Rotational replication steers the head to a chosen replica, which a drive's own
+        // read-ahead and write-back would defeat: like the dissertation's prototype (3.4.3),
+        // replicated layouts run their drives with the buffer turned off.
+        let drive = if dr > 1 && drive.cache().is_some() {
+            Arc::new(drive.without_cache())
+        } else {
+            drive
+        };
         if u64::from(dr) * u64::from(dm) > 64 {
             return Err(LayoutError(format!(
                 "Dr x Dm = {} copies of each sector: at most 64 are tracked",

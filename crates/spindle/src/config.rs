@@ -104,7 +104,7 @@ pub enum LayoutName {
     Striping,
     #[serde(alias = "raid-1")]
     Mirror,
-    #[serde(alias = "raid10")]
+    #[serde(rename = "raid-10", alias = "raid10")]
     Raid10,
     StripedMirror,
     SrArray,
@@ -288,6 +288,29 @@ pub struct ConfigError {
     pub msg: String,
 }
 
+/// A key set on top of a parsed experiment by a driver such as a sweep
+/// ([`Experiment::with_settings`]): errors in it name where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Setting {
+    /// A dotted key, e.g. `workload.queue_depth`.
+    pub key: String,
+    pub value: toml::Value,
+    /// Where the value came from, e.g. `axis workload.queue_depth`.
+    pub from: String,
+    /// The line of the file it came from, when known.
+    pub line: Option<usize>,
+}
+
+impl Setting {
+    /// Whether an error about `key` concerns this setting (the key itself or a key inside it).
+    fn covers(&self, key: &str) -> bool {
+        key == self.key
+            || key
+                .strip_prefix(self.key.as_str())
+                .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+    }
+}
+
 /// A parsed experiment with the text it came from (to point errors at lines).
 #[derive(Clone, Debug)]
 pub struct Experiment {
@@ -296,6 +319,7 @@ pub struct Experiment {
     doc: toml::Table,
     text: String,
     sets: Vec<String>,
+    settings: Vec<Setting>,
 }
 
 impl Experiment {
@@ -311,16 +335,52 @@ impl Experiment {
             let line = e.span().map(|s| line_of(text, s.start));
             err(line, e.message().to_string())
         })?;
+        if doc.contains_key("axis") {
+            return Err(err(
+                key_line(text, "axis"),
+                "axis: [[axis]] tables make this a sweep file; run it with `spindle sweep FILE`"
+                    .into(),
+            ));
+        }
         for set in sets {
             apply_set(&mut doc, set).map_err(|m| err(None, format!("--set {set}: {m}")))?;
         }
-        let spec = spec_from(&doc, text, origin, sets)?;
+        let spec = spec_from(&doc, text, origin, sets, &[])?;
         Ok(Experiment {
             spec,
             origin: origin.to_string(),
             doc,
             text: text.to_string(),
             sets: sets.to_vec(),
+            settings: Vec::new(),
+        })
+    }
+
+    /// This experiment with `settings` applied on top (after its `--set` overrides), as a
+    /// sweep builds its points. An error in a setting names its key and where it came from.
+    pub fn with_settings(&self, settings: &[Setting]) -> Result<Experiment, ConfigError> {
+        let mut doc = self.doc.clone();
+        let mut all = self.settings.clone();
+        all.extend_from_slice(settings);
+        for s in settings {
+            let fail = |msg: &str| ConfigError {
+                origin: self.origin.clone(),
+                line: s.line,
+                msg: format!("{} (from {}): {msg}", s.key, s.from),
+            };
+            if s.key.split('.').next() == Some("compare") {
+                return Err(fail("`compare` cannot be set here"));
+            }
+            set_path(&mut doc, &s.key, s.value.clone()).map_err(|m| fail(&m))?;
+        }
+        let spec = spec_from(&doc, &self.text, &self.origin, &self.sets, &all)?;
+        Ok(Experiment {
+            spec,
+            origin: self.origin.clone(),
+            doc,
+            text: self.text.clone(),
+            sets: self.sets.clone(),
+            settings: all,
         })
     }
 
@@ -331,6 +391,13 @@ impl Experiment {
             .iter()
             .any(|s| s.split('=').next().map(str::trim) == Some(key));
         let msg = msg.into();
+        if let Some(s) = self.settings.iter().rev().find(|s| s.covers(key)) {
+            return ConfigError {
+                origin: self.origin.clone(),
+                line: s.line,
+                msg: format!("{key} (from {}): {msg}", s.from),
+            };
+        }
         if from_set {
             return ConfigError {
                 origin: self.origin.clone(),
@@ -362,8 +429,8 @@ impl Experiment {
                 set_path(&mut doc, k, v.clone())
                     .map_err(|m| self.error(&format!("compare[{i}].set.{k}"), m))?;
             }
-            let spec =
-                spec_from(&doc, &self.text, &self.origin, &self.sets).map_err(|e| ConfigError {
+            let spec = spec_from(&doc, &self.text, &self.origin, &self.sets, &self.settings)
+                .map_err(|e| ConfigError {
                     msg: format!("compare[{i}] ({}): {}", c.label, e.msg),
                     ..e
                 })?;
@@ -375,6 +442,7 @@ impl Experiment {
                     doc,
                     text: self.text.clone(),
                     sets: self.sets.clone(),
+                    settings: self.settings.clone(),
                 },
             ));
         }
@@ -387,6 +455,7 @@ fn spec_from(
     text: &str,
     origin: &str,
     sets: &[String],
+    settings: &[Setting],
 ) -> Result<ExperimentSpec, ConfigError> {
     let located = |path: String, line: Option<usize>, msg: &str| {
         let key = if path.is_empty() || path == "." {
@@ -411,22 +480,33 @@ fn spec_from(
     serde_path_to_error::deserialize::<_, ExperimentSpec>(toml::Value::Table(doc.clone())).map_err(
         |e| {
             let path = e.path().to_string();
-            let note = if sets.is_empty() {
+            if let Some(s) = settings.iter().rev().find(|s| s.covers(&path)) {
+                return ConfigError {
+                    origin: origin.to_string(),
+                    line: s.line,
+                    msg: format!("{path} (from {}): {}", s.from, e.inner().message()),
+                };
+            }
+            let mut note = if sets.is_empty() {
                 String::new()
             } else {
                 format!(" (with --set {})", sets.join(" "))
             };
+            if !settings.is_empty() {
+                let from: Vec<&str> = settings.iter().map(|s| s.from.as_str()).collect();
+                note += &format!(" (with {})", from.join(", "));
+            }
             located(path, None, &format!("{}{note}", e.inner().message()))
         },
     )
 }
 
-fn line_of(text: &str, byte: usize) -> usize {
+pub(crate) fn line_of(text: &str, byte: usize) -> usize {
     text[..byte.min(text.len())].matches('\n').count() + 1
 }
 
 /// The line where a dotted key is defined, found with toml_edit's spans.
-fn key_line(text: &str, key: &str) -> Option<usize> {
+pub(crate) fn key_line(text: &str, key: &str) -> Option<usize> {
     let doc = toml_edit::ImDocument::parse(text.to_string()).ok()?;
     let mut item = doc.as_item();
     let mut span = None;
@@ -458,7 +538,7 @@ fn apply_set(doc: &mut toml::Table, set: &str) -> Result<(), String> {
     set_path(doc, key, value)
 }
 
-fn set_path(doc: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), String> {
+pub(crate) fn set_path(doc: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), String> {
     let mut parts: Vec<&str> = key.split('.').collect();
     let last = parts.pop().ok_or("empty key")?;
     let mut table = doc;
@@ -658,6 +738,20 @@ impl Experiment {
         Ok(shape)
     }
 
+    /// Checks every variant as [`Experiment::run_with`] would before simulating (the drive,
+    /// the array, the workload, opening its trace, the measurement window), without running.
+    pub fn check(
+        &self,
+        read_file: ReadFile<'_>,
+        open_trace: OpenTrace<'_>,
+        open_validate: OpenValidate<'_>,
+    ) -> Result<(), ConfigError> {
+        for (_, exp) in self.variants()? {
+            exp.prepare(read_file, open_trace, open_validate)?;
+        }
+        Ok(())
+    }
+
     fn run_one(
         &self,
         read_file: ReadFile<'_>,
@@ -665,6 +759,47 @@ impl Experiment {
         open_validate: OpenValidate<'_>,
         progress: &mut dyn FnMut(u64, Option<u64>),
     ) -> Result<Report, ConfigError> {
+        let Prepared {
+            array,
+            workload,
+            window,
+            drive_id,
+            workload_label,
+        } = self.prepare(read_file, open_trace, open_validate)?;
+        let s = &self.spec;
+        let trace_key = if s.workload.kind == WorkloadKind::Validate {
+            "workload.validate.path"
+        } else {
+            "workload.trace.path"
+        };
+        let array_disks = array.disk_count();
+        let layout = describe_layout(&array, s.array.writes);
+        // With rotational replicas LOOK and SATF are the dissertation's RLOOK and RSATF.
+        let scheduler = match (array.layout().replicas() > 1, s.array.scheduler) {
+            (true, Policy::Look) => "rlook".to_string(),
+            (true, Policy::Satf) => "rsatf".to_string(),
+            (_, p) => p.to_string(),
+        };
+        let mut report = sim::run(array, workload, window, progress).map_err(|e| match e {
+            SimError::Workload(m) => self.error(trace_key, m),
+            other => self.error("workload", other.to_string()),
+        })?;
+        report.drive = drive_id;
+        report.disks_count = array_disks;
+        report.layout = layout;
+        report.scheduler = scheduler;
+        report.workload = workload_label;
+        report.seed = s.seed;
+        Ok(report)
+    }
+
+    /// Everything up to the simulation: the array and workload built and checked.
+    fn prepare(
+        &self,
+        read_file: ReadFile<'_>,
+        open_trace: OpenTrace<'_>,
+        open_validate: OpenValidate<'_>,
+    ) -> Result<Prepared, ConfigError> {
         let s = &self.spec;
         let drive =
             resolve_drive(&s.drive.model, read_file).map_err(|m| self.error("drive.model", m))?;
@@ -858,23 +993,13 @@ impl Experiment {
                 Workload::Replay { requests, count }
             }
         };
-        let trace_key = if w.kind == WorkloadKind::Validate {
-            "workload.validate.path"
-        } else {
-            "workload.trace.path"
-        };
-        let mut report = sim::run(array, workload, Window { warmup, cooldown }, progress).map_err(
-            |e| match e {
-                SimError::Workload(m) => self.error(trace_key, m),
-                other => self.error("workload", other.to_string()),
-            },
-        )?;
-        report.drive = drive.id.clone();
-        report.disks_count = shape.disks() as usize;
-        report.scheduler = a.scheduler.to_string();
-        report.workload = workload_label;
-        report.seed = s.seed;
-        Ok(report)
+        Ok(Prepared {
+            array,
+            workload,
+            window: Window { warmup, cooldown },
+            drive_id: drive.id.clone(),
+            workload_label,
+        })
     }
 
     fn mix(
@@ -946,6 +1071,29 @@ impl Experiment {
             sequential_fraction: w.sequential_fraction,
         })
     }
+}
+
+/// An experiment ready to simulate ([`Experiment::prepare`]).
+/// The layout as a report names it: shape, and for replicated layouts the placement and
+/// the write policy.
+fn describe_layout(array: &Array, writes: WritePolicy) -> String {
+    let l = array.layout();
+    let mut s = l.shape().describe();
+    if l.replicas() > 1 {
+        s += &format!(" {}", l.placement().name());
+    }
+    if l.replicas() * l.mirrors() > 1 {
+        s += &format!(" {}-writes", writes.name());
+    }
+    s
+}
+
+struct Prepared {
+    array: Array,
+    workload: Workload<'static>,
+    window: Window,
+    drive_id: String,
+    workload_label: String,
 }
 
 #[cfg(test)]

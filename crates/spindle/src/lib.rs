@@ -11,6 +11,7 @@ pub mod layout;
 pub mod metrics;
 pub mod sched;
 pub mod sim;
+pub mod sweep;
 pub mod time;
 pub mod validate;
 pub mod workload;

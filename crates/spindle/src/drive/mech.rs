@@ -242,6 +242,15 @@ impl Drive {
     }
 
     /// The on-disk buffer, if the drive file describes one.
+    /// The same drive with its on-disk buffer turned off: every request is a media access
+    /// with the drive's own overheads.
+    pub fn without_cache(&self) -> Drive {
+        Drive {
+            cache: None,
+            ..self.clone()
+        }
+    }
+
     pub fn cache(&self) -> Option<&CacheSpec> {
         self.cache.as_deref()
     }

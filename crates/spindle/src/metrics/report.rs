@@ -74,6 +74,7 @@ pub struct Report {
     pub label: String,
     pub drive: String,
     pub disks_count: usize,
+    pub layout: String,
     pub scheduler: String,
     pub workload: String,
     pub seed: u64,
@@ -115,8 +116,8 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "{:<22} {:>5} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} | {:>6} {:>6} {:>6} {:>6} {:>6}",
-            "configuration", "disks", "sched", "IOPS", "mean ms", "p50", "p95", "p99", "max", "util",
+            "{:<22} {:<18} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} | {:>6} {:>6} {:>6} {:>6} {:>6}",
+            "configuration", "layout", "sched", "IOPS", "mean ms", "p50", "p95", "p99", "max", "util",
             "queue", "ovh", "seek", "rot", "xfer"
         );
         for r in self.rows() {
@@ -124,9 +125,9 @@ impl Report {
             let b = &r.breakdown_ms;
             let _ = writeln!(
                 s,
-                "{:<22} {:>5} {:>7} {:>9.1} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>5.1}% | {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3}",
+                "{:<22} {:<18} {:>7} {:>9.1} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>5.1}% | {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3}",
                 truncate(&r.label, 22),
-                r.disks_count,
+                truncate(r.layout.split(' ').take(2).collect::<Vec<_>>().join(" ").as_str(), 18),
                 r.scheduler,
                 r.throughput_iops,
                 l.mean_ms,
@@ -153,7 +154,7 @@ impl Report {
     /// CSV: a header and one line per configuration.
     pub fn to_csv(&self) -> String {
         let mut s = String::from(
-            "label,drive,disks,scheduler,workload,seed,requests,throughput_iops,throughput_mb_s,\
+            "label,drive,disks,layout,scheduler,workload,seed,requests,throughput_iops,throughput_mb_s,\
              mean_ms,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,read_mean_ms,write_mean_ms,\
              queue_ms,overhead_ms,seek_ms,rotation_ms,transfer_ms,switches_ms,mean_utilization\n",
         );
@@ -161,10 +162,11 @@ impl Report {
             let (l, b) = (&r.latency.all, &r.breakdown_ms);
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{:.3},{:.3},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6}",
+                "{},{},{},{},{},{},{},{},{:.3},{:.3},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6}",
                 csv_field(&r.label),
                 csv_field(&r.drive),
                 r.disks_count,
+                csv_field(&r.layout),
                 r.scheduler,
                 csv_field(&r.workload),
                 r.seed,

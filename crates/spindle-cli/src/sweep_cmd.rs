@@ -1,0 +1,297 @@
+//! `spindle sweep FILE [--set key=value]… [--csv|--json] [--jobs N]`: an experiment over the
+//! Cartesian product of its `[[axis]]` tables (docs/sweep.md), the points run in parallel,
+//! one row per point in point order.
+
+use crate::{progress, replay, run_cmd::reader_relative_to};
+use anyhow::Context;
+use clap::Args;
+use rayon::prelude::*;
+use spindle::config::ConfigError;
+use spindle::metrics::Report;
+use spindle::sweep::{Sweep, HEADLINE_FIELDS};
+use std::fmt::Write as _;
+use std::io::Write;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub struct SweepArgs {
+    /// Sweep file: an experiment plus [[axis]] tables (docs/sweep.md).
+    file: PathBuf,
+    /// Override a key of the base experiment, e.g. `--set run.requests=20000`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// One JSON object per point per line (JSON Lines; fields in docs/sweep.md).
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// CSV: a header and one line per point.
+    #[arg(long)]
+    csv: bool,
+    /// Points simulated at once (default: one per core).
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<NonZeroUsize>,
+}
+
+pub fn run(args: SweepArgs, quiet: bool) -> anyhow::Result<()> {
+    let path = &args.file;
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+    let sweep = Sweep::parse(&text, &path.display().to_string(), &args.sets)?;
+    let base = path.parent().map(Path::to_path_buf);
+    let read_file = reader_relative_to(base.as_deref());
+    let open_trace = replay::opener(base.as_deref());
+    let open_validate = crate::validate_cmd::opener(base.as_deref());
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.map_or(0, NonZeroUsize::get))
+        .build()
+        .context("starting the worker threads")?;
+    let n = sweep.len();
+
+    // Every point is checked before any runs: a bad value in the last point fails at once.
+    let checked: Vec<Result<(), ConfigError>> = pool.install(|| {
+        (0..n)
+            .into_par_iter()
+            .map(|i| {
+                sweep
+                    .point(i)?
+                    .check(&read_file, &open_trace, &open_validate)
+                    .map_err(|e| sweep.point_error(i, e))
+            })
+            .collect()
+    });
+    if let Some(Err(e)) = checked.into_iter().find(Result::is_err) {
+        return Err(e.into());
+    }
+
+    let bar = progress::bar(Some(n as u64), quiet, "sweeping");
+    let results: Vec<Result<Report, ConfigError>> = pool.install(|| {
+        (0..n)
+            .into_par_iter()
+            .map(|i| {
+                let report = sweep
+                    .point(i)?
+                    .run_with(
+                        &read_file,
+                        &open_trace,
+                        &open_validate,
+                        &mut |_, _, _, _| {},
+                    )
+                    .map_err(|e| sweep.point_error(i, e));
+                bar.inc(1);
+                report
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    let reports = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+
+    let out = if args.json {
+        to_json_lines(&sweep, &reports)
+    } else if args.csv {
+        to_csv(&sweep, &reports)
+    } else {
+        to_table(&sweep, &reports)
+    };
+    std::io::stdout().lock().write_all(out.as_bytes())?;
+    Ok(())
+}
+
+/// The headline numbers of a report, in [`HEADLINE_FIELDS`] order.
+fn headline(r: &Report) -> [f64; 7] {
+    let l = &r.latency.all;
+    [
+        r.throughput_iops,
+        r.throughput_mb_s,
+        l.mean_ms,
+        l.p50_ms,
+        l.p95_ms,
+        l.p99_ms,
+        r.mean_utilization(),
+    ]
+}
+
+/// One row per point: the axis values, then the headline numbers.
+fn to_table(sweep: &Sweep, reports: &[Report]) -> String {
+    let rows: Vec<Vec<&str>> = (0..reports.len())
+        .map(|i| {
+            sweep
+                .axis_points(i)
+                .into_iter()
+                .map(|p| p.shown.as_str())
+                .collect()
+        })
+        .collect();
+    let widths: Vec<usize> = sweep
+        .axes
+        .iter()
+        .enumerate()
+        .map(|(a, axis)| {
+            rows.iter()
+                .map(|r| r[a].chars().count())
+                .chain([axis.name.chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let pad = |s: &str, w: usize| format!("{s}{}", " ".repeat(w.saturating_sub(s.chars().count())));
+    let mut s = String::new();
+    let names: Vec<&str> = sweep.axes.iter().map(|a| a.name.as_str()).collect();
+    let _ = writeln!(
+        s,
+        "sweep of {} points over {}",
+        reports.len(),
+        names.join(" × ")
+    );
+    let mut header: Vec<String> = names.iter().zip(&widths).map(|(n, &w)| pad(n, w)).collect();
+    header.push(format!(
+        "{:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>6}",
+        "IOPS", "MB/s", "mean ms", "p50", "p95", "p99", "util"
+    ));
+    let _ = writeln!(s, "{}", header.join("  "));
+    for (row, r) in rows.iter().zip(reports) {
+        let [iops, mb, mean, p50, p95, p99, util] = headline(r);
+        let mut cells: Vec<String> = row.iter().zip(&widths).map(|(v, &w)| pad(v, w)).collect();
+        cells.push(format!(
+            "{iops:>10.1} {mb:>8.3} {mean:>9.3} {p50:>9.3} {p95:>9.3} {p99:>9.3} {:>5.1}%",
+            100.0 * util
+        ));
+        let _ = writeln!(s, "{}", cells.join("  "));
+    }
+    let _ = writeln!(
+        s,
+        "(latency in ms over each point's measured requests; util = mean disk utilisation)"
+    );
+    s
+}
+
+/// A header (the axis names, then [`HEADLINE_FIELDS`]) and one line per point.
+fn to_csv(sweep: &Sweep, reports: &[Report]) -> String {
+    let mut header: Vec<String> = sweep.axes.iter().map(|a| csv_field(&a.name)).collect();
+    header.extend(HEADLINE_FIELDS.iter().map(|f| f.to_string()));
+    let mut s = header.join(",") + "\n";
+    for (i, r) in reports.iter().enumerate() {
+        let mut cells: Vec<String> = sweep
+            .axis_points(i)
+            .into_iter()
+            .map(|p| csv_field(&p.shown))
+            .collect();
+        let [iops, mb, mean, p50, p95, p99, util] = headline(r);
+        cells.extend([
+            format!("{iops:.3}"),
+            format!("{mb:.3}"),
+            format!("{mean:.6}"),
+            format!("{p50:.6}"),
+            format!("{p95:.6}"),
+            format!("{p99:.6}"),
+            format!("{util:.6}"),
+        ]);
+        let _ = writeln!(s, "{}", cells.join(","));
+    }
+    s
+}
+
+/// One JSON object per point per line: each axis's value under its name (a compound axis's
+/// label), then [`HEADLINE_FIELDS`], in that order.
+fn to_json_lines(sweep: &Sweep, reports: &[Report]) -> String {
+    let mut s = String::new();
+    for (i, r) in reports.iter().enumerate() {
+        let mut fields: Vec<String> = sweep
+            .axis_points(i)
+            .into_iter()
+            .zip(&sweep.axes)
+            .map(|(p, a)| {
+                let value = serde_json::to_string(&p.value).unwrap_or_else(|_| "null".into());
+                format!("{}:{value}", json_string(&a.name))
+            })
+            .collect();
+        for (name, v) in HEADLINE_FIELDS.iter().zip(headline(r)) {
+            let v = serde_json::to_string(&v).unwrap_or_else(|_| "null".into());
+            fields.push(format!("{}:{v}", json_string(name)));
+        }
+        let _ = writeln!(s, "{{{}}}", fields.join(","));
+    }
+    s
+}
+
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(iops: f64) -> Report {
+        let mut r = Report {
+            throughput_iops: iops,
+            throughput_mb_s: iops * 4096.0 / 1e6,
+            ..Report::default()
+        };
+        r.latency.all.mean_ms = 1000.0 / iops;
+        r
+    }
+
+    fn sweep() -> Sweep {
+        let text = "seed = 1\n[drive]\nmodel = \"st39133lwv\"\n[workload]\nkind = \"closed\"\n\
+                    [[axis]]\nkey = \"workload.queue_depth\"\nvalues = [1, 2]\n\
+                    [[axis]]\nname = \"cfg, \\\"quoted\\\"\"\npoints = [{ label = \"a,b\" }, { label = \"c\" }]\n";
+        Sweep::parse(text, "t.toml", &[]).unwrap()
+    }
+
+    #[test]
+    fn csv_quotes_names_and_labels_and_has_one_line_per_point() {
+        let s = sweep();
+        let reports: Vec<Report> = (1..=4).map(|i| report(100.0 * f64::from(i))).collect();
+        let csv = to_csv(&s, &reports);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines[0],
+            "workload.queue_depth,\"cfg, \"\"quoted\"\"\",throughput_iops,throughput_mb_s,mean_ms,p50_ms,p95_ms,p99_ms,utilization"
+        );
+        assert_eq!(lines.len(), 5);
+        assert!(lines[1].starts_with("1,\"a,b\",100.000,"), "{}", lines[1]);
+        assert!(lines[4].starts_with("2,c,400.000,"), "{}", lines[4]);
+    }
+
+    #[test]
+    fn json_lines_keep_axis_values_typed_and_fields_in_order() {
+        let s = sweep();
+        let reports: Vec<Report> = (1..=4).map(|i| report(100.0 * f64::from(i))).collect();
+        let out = to_json_lines(&s, &reports);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert!(
+            lines[1].starts_with("{\"workload.queue_depth\":1,\"cfg, \\\"quoted\\\"\":\"c\",\"throughput_iops\":200.0,"),
+            "{}",
+            lines[1]
+        );
+        let v: serde_json::Value = serde_json::from_str(lines[3]).unwrap();
+        assert_eq!(v["workload.queue_depth"], 2);
+        assert_eq!(v["mean_ms"], 2.5);
+    }
+
+    #[test]
+    fn table_has_a_row_per_point_with_its_axis_values() {
+        let s = sweep();
+        let reports: Vec<Report> = (1..=4).map(|i| report(100.0 * f64::from(i))).collect();
+        let t = to_table(&s, &reports);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 1 + 1 + 4 + 1);
+        assert!(
+            lines[1].starts_with("workload.queue_depth  cfg, \"quoted\"  "),
+            "{t}"
+        );
+        assert!(
+            lines[2].starts_with("1                     a,b             "),
+            "{t}"
+        );
+        assert!(lines[5].contains("400.0"), "{t}");
+    }
+}
