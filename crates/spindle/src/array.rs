@@ -714,11 +714,13 @@ impl Array {
     /// A write of one piece that may proceed (nothing partly overlapping is pending).
     fn start_write(&mut self, now: Nanos, slot: usize, piece: Piece, logical: u64) {
         let version = self.slots[slot].as_ref().expect("live slot").version;
+        // A write that waited for an overlapping one has been queued since it arrived.
+        let arrival = self.slots[slot].as_ref().expect("live slot").req.arrival;
         let key = (piece.column, piece.offset, piece.sectors);
         let all = self.copies_mask();
         match self.writes {
             WritePolicy::Foreground => {
-                let ops = self.write_all_now(now, slot, piece, logical, version);
+                let ops = self.write_all_now(arrival, slot, piece, logical, version);
                 self.table.insert(
                     key,
                     Entry {
@@ -773,7 +775,7 @@ impl Array {
                     in_delayed: false,
                     version,
                     seq: 0,
-                    queued_at: now,
+                    queued_at: arrival,
                     #[cfg(test)]
                     must_see: Vec::new(),
                 });
@@ -787,10 +789,11 @@ impl Array {
         ((1u16 << self.layout.replicas()) - 1) as u8
     }
 
-    /// Foreground writes of every replica on every holder; returns the operations.
+    /// Foreground writes of every replica on every holder, queued since `queued_at`;
+    /// returns the operations.
     fn write_all_now(
         &mut self,
-        now: Nanos,
+        queued_at: Nanos,
         slot: usize,
         piece: Piece,
         logical: u64,
@@ -812,7 +815,7 @@ impl Array {
                 in_delayed: false,
                 version,
                 seq: 0,
-                queued_at: now,
+                queued_at,
                 #[cfg(test)]
                 must_see: Vec::new(),
             });

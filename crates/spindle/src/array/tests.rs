@@ -1,5 +1,6 @@
 use super::*;
 use crate::drive::builtin_drive;
+use crate::layout::{Layout, LayoutConfig, Placement, Shape};
 
 fn array(disks: usize, policy: Policy) -> Array {
     let drive = Arc::new(builtin_drive("st39133lwv").expect("built-in drive"));
@@ -188,5 +189,261 @@ fn buffered_drives_keep_the_invariants_under_random_configurations() {
                 "case {case}: {c:?}"
             );
         }
+    }
+}
+
+impl Array {
+    /// Nothing left anywhere: no queued or live operation, no pending write, no blocked one.
+    fn assert_quiescent(&self) {
+        for (i, d) in self.disks.iter().enumerate() {
+            assert!(d.busy.is_none(), "disk {i} busy");
+            assert!(d.sched.is_empty(), "disk {i}: {} queued", d.sched.len());
+            assert!(
+                d.delayed.is_empty(),
+                "disk {i}: {} delayed",
+                d.delayed.len()
+            );
+        }
+        assert!(self.ops.iter().all(Option::is_none), "live operations left");
+        assert!(
+            self.table.is_empty(),
+            "{} pending writes left",
+            self.table.len()
+        );
+        assert!(self.blocked.is_empty(), "blocked writes left");
+        assert_eq!(self.outstanding(), 0);
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // a test fixture: every knob is a parameter
+fn layout_array(
+    ds: u32,
+    dr: u32,
+    dm: u32,
+    placement: Placement,
+    writes: WritePolicy,
+    policy: Policy,
+    nvram: usize,
+    seed: u64,
+) -> Array {
+    let drive = Arc::new(builtin_drive("st39133lwv").expect("built-in drive"));
+    let layout = Layout::new(
+        &drive,
+        &LayoutConfig {
+            shape: Shape::SrMirror { ds, dr, dm },
+            stripe_unit_bytes: 8192,
+            placement,
+            data_set_bytes: Some(64 << 20),
+            seed,
+        },
+    )
+    .map_err(|e| e.0)
+    .unwrap();
+    let cfg = ArrayConfig {
+        layout: Some(layout),
+        writes,
+        nvram_entries: nvram,
+        ..ArrayConfig::jbod(1, policy, seed)
+    };
+    Array::new(drive, &cfg).map_err(|e| e.0).unwrap()
+}
+
+/// Random layouts, policies and write modes under bursts of overlapping reads and writes
+/// on a small data set (so pieces collide, duplicates race and delayed writes supersede
+/// each other): every request is answered exactly once, its breakdown adds up, nothing is
+/// left behind, and no read returns data older than the last write acknowledged before the
+/// read arrived.
+#[test]
+fn replicated_arrays_keep_their_invariants_under_random_traffic() {
+    let mut rng = Pcg64Mcg::seed_from_u64(0xA77A);
+    let mut checked = 0;
+    for case in 0..40u64 {
+        let dr = rng.gen_range(1..=3);
+        let dm = rng.gen_range(1..=3);
+        let ds = rng.gen_range(1..=2);
+        let placement =
+            [Placement::Even, Placement::Random, Placement::TrackGroup][case as usize % 3];
+        let writes = if rng.gen() {
+            WritePolicy::Delayed
+        } else {
+            WritePolicy::Foreground
+        };
+        let policy = Policy::ALL[rng.gen_range(0..Policy::ALL.len())];
+        let nvram = rng.gen_range(1..20);
+        let mut a = layout_array(ds, dr, dm, placement, writes, policy, nvram, case);
+        // A small hot region, so reads often follow writes whose copies are still pending.
+        let cap = a.capacity_sectors().min(640);
+        let mut t = 0u64;
+        let reqs: Vec<_> = (0..400u64)
+            .map(|id| {
+                let sectors = [1u32, 8, 8, 16, 24][rng.gen_range(0..5)];
+                let lba = rng.gen_range(0..(cap - 24) / 8) * 8 + rng.gen_range(0..2) * 4;
+                if rng.gen::<f64>() < 0.7 {
+                    t += rng.gen_range(0..3_000_000);
+                }
+                HostRequest {
+                    id,
+                    op: if rng.gen::<f64>() < 0.5 {
+                        Op::Read
+                    } else {
+                        Op::Write
+                    },
+                    lba,
+                    sectors,
+                    arrival: Nanos(t),
+                }
+            })
+            .collect();
+        let out = drain(&mut a, &reqs);
+        let what =
+            format!("case {case}: {ds}x{dr}x{dm} {placement:?} {writes:?} {policy} nvram {nvram}");
+        let mut ids: Vec<_> = out.iter().map(|c| c.id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..400).collect::<Vec<_>>(), "{what}");
+        for c in &out {
+            let b = c.breakdown;
+            assert!(c.done >= c.arrival, "{what}");
+            assert_eq!(
+                c.latency(),
+                b.queue + b.overhead + b.seek + b.rotation + b.transfer + b.switches,
+                "{what}"
+            );
+        }
+        a.assert_quiescent();
+        assert_eq!(a.audit.stale_reads, 0, "{what}: stale reads");
+        checked += a.audit.reads_checked;
+        if dr * dm > 1 && writes == WritePolicy::Delayed {
+            let propagated: u64 = (0..a.disk_count())
+                .map(|d| a.counters(d).propagations)
+                .sum();
+            assert!(propagated > 0, "{what}: delayed writes were propagated");
+        }
+    }
+    assert!(checked > 5_000, "reads audited: {checked}");
+}
+
+/// Every copy of a piece is written once the array is idle again: after writes and a
+/// quiet period, reads of each block can be served by every mirror and every replica.
+#[test]
+fn delayed_writes_reach_every_copy() {
+    let mut a = layout_array(
+        2,
+        2,
+        2,
+        Placement::TrackGroup,
+        WritePolicy::Delayed,
+        Policy::Satf,
+        10_000,
+        3,
+    );
+    let reqs: Vec<_> = (0..50u64)
+        .map(|id| HostRequest {
+            id,
+            op: Op::Write,
+            lba: id * 64,
+            sectors: 8,
+            arrival: Nanos(id * 20_000_000),
+        })
+        .collect();
+    drain(&mut a, &reqs);
+    a.assert_quiescent();
+    // Each write: 1 first copy + 1 more replica on its disk + 2 replicas on the mirror.
+    let ops: u64 = (0..a.disk_count()).map(|d| a.counters(d).ops).sum();
+    let propagations: u64 = (0..a.disk_count())
+        .map(|d| a.counters(d).propagations)
+        .sum();
+    assert_eq!(ops, 50 * 3);
+    assert_eq!(propagations, 50 * 2);
+}
+
+/// With every holder busy a read is queued at all of them and withdrawn from the others
+/// when one starts: each read is served exactly once.
+#[test]
+fn duplicated_reads_are_served_once() {
+    let mut a = layout_array(
+        1,
+        1,
+        3,
+        Placement::Even,
+        WritePolicy::Delayed,
+        Policy::Look,
+        10_000,
+        9,
+    );
+    let reqs: Vec<_> = (0..300u64)
+        .map(|id| HostRequest {
+            id,
+            op: Op::Read,
+            lba: (id * 7919) % 100_000 / 16 * 16,
+            sectors: 8,
+            arrival: Nanos(0),
+        })
+        .collect();
+    let out = drain(&mut a, &reqs);
+    assert_eq!(out.len(), 300);
+    let ops: Vec<u64> = (0..3).map(|d| a.counters(d).ops).collect();
+    assert_eq!(ops.iter().sum::<u64>(), 300, "{ops:?}");
+    assert!(
+        ops.iter().all(|&n| n > 50),
+        "the mirrors share the load: {ops:?}"
+    );
+    a.assert_quiescent();
+}
+
+/// A read issued the instant a mirrored write is acknowledged, while the other mirror's copy
+/// is still only queued as a delayed write, is served by the written copy.
+#[test]
+fn a_read_after_an_acknowledged_write_sees_it() {
+    for seed in 0..20 {
+        let mut a = layout_array(
+            1,
+            1,
+            2,
+            Placement::Even,
+            WritePolicy::Delayed,
+            Policy::Satf,
+            10_000,
+            seed,
+        );
+        a.handle(
+            Nanos(0),
+            Event::Host(HostRequest {
+                id: 0,
+                op: Op::Write,
+                lba: 800,
+                sectors: 8,
+                arrival: Nanos(0),
+            }),
+        );
+        let mut heap = std::collections::BinaryHeap::new();
+        let mut read_sent = false;
+        loop {
+            while let Some(act) = a.poll_action() {
+                match act {
+                    Action::DiskBusy { disk, until } => heap.push(std::cmp::Reverse((until, disk))),
+                    Action::Complete(c) if c.id == 0 => {
+                        a.handle(
+                            c.done,
+                            Event::Host(HostRequest {
+                                id: 1,
+                                op: Op::Read,
+                                lba: 800,
+                                sectors: 8,
+                                arrival: c.done,
+                            }),
+                        );
+                        read_sent = true;
+                    }
+                    Action::Complete(_) => {}
+                }
+            }
+            let Some(std::cmp::Reverse((t, disk))) = heap.pop() else {
+                break;
+            };
+            a.handle(t, Event::DiskDone { disk });
+        }
+        assert!(read_sent);
+        assert_eq!(a.audit.reads_checked, 1);
+        assert_eq!(a.audit.stale_reads, 0, "seed {seed}");
     }
 }
