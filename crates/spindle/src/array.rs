@@ -550,16 +550,24 @@ impl Array {
         } else {
             self.overlapping(piece.column, piece.offset, piece.sectors)
         };
-        let mut cuts = vec![piece.offset, piece.offset + u64::from(piece.sectors)];
-        for k in &keys {
-            for c in [k.1, k.1 + u64::from(k.2)] {
-                if c > cuts[0] && c < cuts[cuts.len() - 1] {
-                    cuts.push(c);
+        let whole = [piece.offset, piece.offset + u64::from(piece.sectors)];
+        let mut cuts_vec = Vec::new();
+        let cuts: &[u64] = if keys.is_empty() {
+            // The common case: nothing pending here, one part, no allocation.
+            &whole
+        } else {
+            cuts_vec.extend(whole);
+            for k in &keys {
+                for c in [k.1, k.1 + u64::from(k.2)] {
+                    if c > whole[0] && c < whole[1] {
+                        cuts_vec.push(c);
+                    }
                 }
             }
-        }
-        cuts.sort_unstable();
-        cuts.dedup();
+            cuts_vec.sort_unstable();
+            cuts_vec.dedup();
+            &cuts_vec
+        };
         for w in cuts.windows(2) {
             let part = Piece {
                 column: piece.column,
@@ -688,7 +696,8 @@ impl Array {
         if copies == 1 {
             // One copy: nothing to keep consistent; the disk's queue orders it.
             let version = self.slots[slot].as_ref().expect("live slot").version;
-            self.write_all_now(now, slot, piece, logical, version);
+            let d = self.layout.disks_of(piece.column).start;
+            self.queue_write_all(now, slot, piece, logical, version, (d, 0));
             return;
         }
         let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
@@ -799,34 +808,48 @@ impl Array {
         logical: u64,
         version: u64,
     ) -> Vec<usize> {
-        let all = self.all_replicas();
         let disks = self.layout.disks_of(piece.column);
         let mut ids = Vec::with_capacity(disks.len());
         for (m, d) in disks.enumerate() {
-            let mut masks = [0u8; MAX_MIRRORS];
-            masks[m] = all;
-            let id = self.new_op(DiskOp {
-                kind: Kind::WriteAll,
-                slot: Some(slot),
-                piece,
-                logical,
-                masks,
-                holders: 1 << m,
-                in_delayed: false,
-                version,
-                seq: 0,
-                queued_at,
-                #[cfg(test)]
-                must_see: Vec::new(),
-            });
-            let r = self.request_for(id, d);
-            self.disks[d].sched.push(r);
-            if self.disks[d].busy.is_none() {
-                self.mark_for_dispatch(d);
-            }
+            let id = self.queue_write_all(queued_at, slot, piece, logical, version, (d, m));
             ids.push(id);
         }
         ids
+    }
+
+    /// Queues, at `disk` (the `m`-th of its mirror set), a foreground write of every
+    /// replica of `piece` for host request `slot`.
+    fn queue_write_all(
+        &mut self,
+        queued_at: Nanos,
+        slot: usize,
+        piece: Piece,
+        logical: u64,
+        version: u64,
+        (disk, m): (usize, usize),
+    ) -> usize {
+        let mut masks = [0u8; MAX_MIRRORS];
+        masks[m] = self.all_replicas();
+        let id = self.new_op(DiskOp {
+            kind: Kind::WriteAll,
+            slot: Some(slot),
+            piece,
+            logical,
+            masks,
+            holders: 1 << m,
+            in_delayed: false,
+            version,
+            seq: 0,
+            queued_at,
+            #[cfg(test)]
+            must_see: Vec::new(),
+        });
+        let r = self.request_for(id, disk);
+        self.disks[disk].sched.push(r);
+        if self.disks[disk].busy.is_none() {
+            self.mark_for_dispatch(disk);
+        }
+        id
     }
 
     fn is_running(&self, id: usize) -> bool {
