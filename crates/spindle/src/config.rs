@@ -111,6 +111,20 @@ pub enum LayoutName {
     SrMirror,
 }
 
+impl LayoutName {
+    pub fn name(self) -> &'static str {
+        match self {
+            LayoutName::Jbod => "jbod",
+            LayoutName::Striping => "striping",
+            LayoutName::Mirror => "mirror",
+            LayoutName::Raid10 => "raid-10",
+            LayoutName::StripedMirror => "striped-mirror",
+            LayoutName::SrArray => "sr-array",
+            LayoutName::SrMirror => "sr-mirror",
+        }
+    }
+}
+
 fn sixty_four_k() -> u64 {
     65536
 }
@@ -681,10 +695,7 @@ impl Experiment {
                 if f != v {
                     return Err(self.error(
                         &format!("array.{}", names[i]),
-                        format!(
-                            "is {f} for layout {:?}, got {v}",
-                            format!("{:?}", a.layout).to_lowercase()
-                        ),
+                        format!("is {f} for layout \"{}\", got {v}", a.layout.name()),
                     ));
                 }
             }

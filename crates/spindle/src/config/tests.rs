@@ -162,3 +162,60 @@ fn breakdown_adds_up_to_mean_latency() {
     );
     assert_eq!(r.requests, 1400, "middle 70 % of 2,000");
 }
+
+fn shape_of(sets: &[&str]) -> Result<Shape, String> {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let e = Experiment::parse(EXP, "exp.toml", &sets).map_err(|e| e.to_string())?;
+    e.shape().map_err(|e| e.to_string())
+}
+
+#[test]
+fn layout_shapes_resolve_from_their_dimensions_and_disks() {
+    let sr = |ds, dr, dm| Ok(Shape::SrMirror { ds, dr, dm });
+    // EXP has disks = 2.
+    assert_eq!(shape_of(&[]), Ok(Shape::Jbod { disks: 2 }));
+    assert_eq!(shape_of(&["array.layout=striping"]), sr(2, 1, 1));
+    assert_eq!(shape_of(&["array.layout=mirror"]), sr(1, 1, 2));
+    assert_eq!(
+        shape_of(&["array.layout=raid-10", "array.disks=6"]),
+        sr(3, 1, 2)
+    );
+    assert_eq!(
+        shape_of(&["array.layout=sr-array", "array.disks=6", "array.dr=3"]),
+        sr(2, 3, 1)
+    );
+    assert_eq!(
+        shape_of(&[
+            "array.layout=sr-mirror",
+            "array.disks=12",
+            "array.ds=3",
+            "array.dr=2"
+        ]),
+        sr(3, 2, 2)
+    );
+}
+
+#[test]
+fn impossible_layout_shapes_name_the_key() {
+    let e = shape_of(&["array.layout=raid-10", "array.disks=6", "array.dr=2"]).unwrap_err();
+    assert!(e.contains("array.dr") && e.contains("raid-10"), "{e}");
+    let e = shape_of(&["array.layout=sr-array", "array.disks=7", "array.dr=2"]).unwrap_err();
+    assert!(
+        e.contains("array.disks") && e.contains("cannot be divided"),
+        "{e}"
+    );
+    let e = shape_of(&[
+        "array.layout=sr-array",
+        "array.disks=6",
+        "array.ds=3",
+        "array.dr=3",
+    ])
+    .unwrap_err();
+    assert!(e.contains("Ds x Dr x Dm = 3 x 3 x 1 = 9"), "{e}");
+    let e = shape_of(&["array.layout=sr-mirror", "array.disks=6"]).unwrap_err();
+    assert!(e.contains("give array.ds and array.dr and array.dm"), "{e}");
+    let e = shape_of(&["array.dr=2"]).unwrap_err();
+    assert!(e.contains("JBOD"), "{e}");
+    let e = shape_of(&["array.layout=sr-array", "array.ds=0", "array.dr=2"]).unwrap_err();
+    assert!(e.contains("array.ds") && e.contains(">= 1"), "{e}");
+}
