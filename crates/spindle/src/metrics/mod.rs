@@ -140,6 +140,7 @@ impl Collector {
                         Some(c.sched.picks as f64 / c.sched.reversals as f64)
                     },
                     aged_picks: c.sched.aged_picks,
+                    propagations: c.propagations,
                 }
             })
             .collect();

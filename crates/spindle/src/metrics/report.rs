@@ -66,6 +66,8 @@ pub struct DiskReport {
     pub requests_per_sweep: Option<f64>,
     /// Picks forced by the age bound, whole run.
     pub aged_picks: u64,
+    /// Delayed writes (replica propagations) served, whole run; included in `ops`.
+    pub propagations: u64,
 }
 
 /// The report of one run.
