@@ -28,7 +28,7 @@
 //!   propagations; reads are served only by copies holding the last acknowledged data; a
 //!   write that partly overlaps a pending one waits until that one is propagated.
 
-use crate::drive::{Access, Controller, Drive, HeadState, Run, Transfer};
+use crate::drive::{Access, Controller, Drive, HeadState, Run, Target, Transfer};
 use crate::layout::{Layout, LayoutConfig, LayoutError, Piece, Placement, Shape};
 use crate::sched::{DiskRequest, Policy, Replicas, SchedStats, Scheduler, MAX_REPLICAS};
 use crate::{Nanos, Op, Span};
@@ -219,9 +219,9 @@ struct DiskOp {
     piece: Piece,
     /// The piece's first logical sector.
     logical: u64,
-    /// Replicas eligible (reads, first writes) or to write (the others), per holder disk
-    /// (bit k: replica k), indexed by the disk's place in its mirror set.
-    masks: [u8; MAX_MIRRORS],
+    /// Copies eligible (reads, first writes) or to write (the others): bit m·Dr + k for
+    /// replica k on the m-th disk of the mirror set.
+    copies: u64,
     /// Mirrors whose queues hold this operation (bit m: the set's m-th disk); one bit once
     /// it has started.
     holders: u64,
@@ -235,8 +235,6 @@ struct DiskOp {
     must_see: Vec<u64>,
 }
 
-/// Copies of a sector are tracked in a 64-bit mask: Dm ≤ 64 / Dr.
-const MAX_MIRRORS: usize = 64;
 
 /// A pending write of one piece: which copies hold its newest acknowledged data, and the
 /// operations still to run. An entry of the NVRAM table (delayed writes), or a write in
@@ -580,13 +578,12 @@ impl Array {
                 .fold(all, |m, k| m & self.table[k].fresh);
             debug_assert!(fresh != 0, "a piece with no fresh copy");
             let part_logical = logical + (w[0] - piece.offset);
-            let masks = self.split_mask(fresh);
             let op = DiskOp {
                 kind: Kind::Read,
                 slot: Some(slot),
                 piece: part,
                 logical: part_logical,
-                masks,
+                copies: fresh,
                 holders: 0,
                 in_delayed: false,
                 version: 0,
@@ -600,15 +597,10 @@ impl Array {
         }
     }
 
-    /// Per-mirror replica masks from a copies mask.
-    fn split_mask(&self, copies: u64) -> [u8; MAX_MIRRORS] {
+    /// The replicas (bit k) of `copies` on the `m`-th disk of a mirror set.
+    fn replica_mask(&self, copies: u64, m: usize) -> u8 {
         let dr = self.layout.replicas();
-        let one = (1u64 << dr) - 1;
-        let mut masks = [0u8; MAX_MIRRORS];
-        for m in 0..self.layout.mirrors() {
-            masks[m as usize] = ((copies >> (m * dr)) & one) as u8;
-        }
-        masks
+        ((copies >> (m as u32 * dr)) & ((1u64 << dr) - 1)) as u8
     }
 
     /// Queues operation `id` (a read or a first write) at the idle holder closest to one of
@@ -618,7 +610,7 @@ impl Array {
         let first = self.layout.disks_of(op.piece.column).start;
         let mut holders = 0u64;
         for m in 0..self.layout.mirrors() as usize {
-            if op.masks[m] != 0 {
+            if self.replica_mask(op.copies, m) != 0 {
                 holders |= 1 << m;
             }
         }
@@ -654,27 +646,27 @@ impl Array {
     fn request_for(&self, id: usize, disk: usize) -> DiskRequest {
         let op = self.ops[id].as_ref().expect("live op");
         let m = disk - self.layout.disks_of(op.piece.column).start;
-        let mask = op.masks[m];
+        let mask = self.replica_mask(op.copies, m);
         let band = self.layout.band();
-        let mut replicas: Option<Replicas> = None;
-        let mut first = (0u64, None);
+        let mut list: Vec<(u8, Target)> = Vec::new();
+        let mut first = None;
         for k in 0..self.layout.replicas() {
             if mask & (1 << k) == 0 {
                 continue;
             }
             let lba = band.replica(op.piece.offset, op.piece.sectors, k).first.lba;
             let t = self.drive.locate(lba);
-            match replicas.as_mut() {
-                None => {
-                    let mut r = Replicas::empty(t);
-                    r.push(k as u8, t);
-                    replicas = Some(r);
-                    first = (lba, Some(t));
-                }
-                Some(r) => r.push(k as u8, t),
+            first.get_or_insert((lba, t));
+            if self.layout.replicas() > 1 {
+                list.push((k as u8, t));
             }
         }
-        let (lba, target) = (first.0, first.1.expect("an operation has a replica"));
+        let (lba, target) = first.expect("an operation has a replica");
+        let replicas = if list.is_empty() {
+            Replicas::one(target)
+        } else {
+            Replicas::from_list(list)
+        };
         DiskRequest {
             id: id as u64,
             op: if op.kind == Kind::Read {
@@ -685,7 +677,7 @@ impl Array {
             lba,
             sectors: op.piece.sectors,
             target,
-            replicas: replicas.expect("an operation has a replica"),
+            replicas,
             queued_at: op.queued_at,
             seq: op.seq,
         }
@@ -773,13 +765,12 @@ impl Array {
                     self.table_order.push_back((key, version));
                     self.enforce_nvram_limit();
                 }
-                let masks = self.split_mask(all);
                 let id = self.new_op(DiskOp {
                     kind: Kind::FirstWrite,
                     slot: Some(slot),
                     piece,
                     logical,
-                    masks,
+                    copies: all,
                     holders: 0,
                     in_delayed: false,
                     version,
@@ -828,14 +819,13 @@ impl Array {
         version: u64,
         (disk, m): (usize, usize),
     ) -> usize {
-        let mut masks = [0u8; MAX_MIRRORS];
-        masks[m] = self.all_replicas();
+        let copies = u64::from(self.all_replicas()) << (m as u32 * self.layout.replicas());
         let id = self.new_op(DiskOp {
             kind: Kind::WriteAll,
             slot: Some(slot),
             piece,
             logical,
-            masks,
+            copies,
             holders: 1 << m,
             in_delayed: false,
             version,
@@ -1076,14 +1066,13 @@ impl Array {
                     if mask == 0 {
                         continue;
                     }
-                    let mut masks = [0u8; MAX_MIRRORS];
-                    masks[mi] = mask;
+                    let copies = u64::from(mask) << (mi as u32 * dr);
                     let nid = self.new_op(DiskOp {
                         kind: Kind::Propagate,
                         slot: None,
                         piece: op.piece,
                         logical: op.logical,
-                        masks,
+                        copies,
                         holders: 1 << mi,
                         in_delayed: !promoted,
                         version: op.version,

@@ -19,71 +19,71 @@ pub const MAX_REPLICAS: usize = 8;
 
 /// The physical copies a queued request may be served from: its rotational replicas on
 /// this disk (one for an unreplicated layout). Replica-aware policies (RLOOK, RSATF: every
-/// policy here) serve the copy with the smallest predicted positioning time.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Replicas {
-    len: u8,
-    /// The layout's replica number of each entry.
-    ids: [u8; MAX_REPLICAS],
-    targets: [Target; MAX_REPLICAS],
+/// policy here) serve the copy with the smallest predicted positioning time. A single copy
+/// is stored inline; several live on the heap, so an unreplicated request stays small.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Replicas {
+    One(Target),
+    /// (the layout's replica number, first sector) of each eligible copy.
+    Many(Box<[(u8, Target)]>),
 }
 
 impl Replicas {
     /// A single copy, replica 0.
     pub fn one(t: Target) -> Replicas {
-        Replicas {
-            len: 1,
-            ids: [0; MAX_REPLICAS],
-            targets: [t; MAX_REPLICAS],
-        }
+        Replicas::One(t)
     }
 
-    /// Adds replica `id` located at `t`.
-    pub fn push(&mut self, id: u8, t: Target) {
-        let i = usize::from(self.len);
-        assert!(i < MAX_REPLICAS, "more than {MAX_REPLICAS} replicas");
-        self.ids[i] = id;
-        self.targets[i] = t;
-        self.len += 1;
-    }
-
-    /// An empty set, to `push` into.
-    pub fn empty(placeholder: Target) -> Replicas {
-        Replicas {
-            len: 0,
-            ..Replicas::one(placeholder)
+    /// The copies `(replica number, first sector)`; at least one.
+    pub fn from_list(list: Vec<(u8, Target)>) -> Replicas {
+        assert!(!list.is_empty(), "a request has a copy");
+        assert!(list.len() <= MAX_REPLICAS, "more than {MAX_REPLICAS} replicas");
+        match list.as_slice() {
+            [(0, t)] => Replicas::One(*t),
+            _ => Replicas::Many(list.into_boxed_slice()),
         }
     }
 
     pub fn len(&self) -> usize {
-        usize::from(self.len)
+        match self {
+            Replicas::One(_) => 1,
+            Replicas::Many(l) => l.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// (replica number, first sector) of entry `i`.
     pub fn get(&self, i: usize) -> (u8, Target) {
-        assert!(i < self.len(), "replica entry {i} of {}", self.len);
-        (self.ids[i], self.targets[i])
+        match self {
+            Replicas::One(t) if i == 0 => (0, *t),
+            Replicas::One(_) => panic!("replica entry {i} of 1"),
+            Replicas::Many(l) => l[i],
+        }
     }
 
     /// The entry with the smallest predicted positioning time from `head` at `now`.
     pub fn best(&self, now: Nanos, head: &HeadState, op: Op, drive: &Drive) -> (usize, Span) {
-        let mut best = (0, drive.position_time(now, head, op, &self.targets[0]));
-        for i in 1..self.len() {
-            let t = drive.position_time(now, head, op, &self.targets[i]);
-            if t < best.1 {
-                best = (i, t);
+        match self {
+            Replicas::One(t) => (0, drive.position_time(now, head, op, t)),
+            Replicas::Many(l) => {
+                let mut best = (0, drive.position_time(now, head, op, &l[0].1));
+                for (i, (_, t)) in l.iter().enumerate().skip(1) {
+                    let t = drive.position_time(now, head, op, t);
+                    if t < best.1 {
+                        best = (i, t);
+                    }
+                }
+                best
             }
         }
-        best
     }
 }
 
 /// A disk operation waiting in a queue.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DiskRequest {
     /// The caller's handle; unique among queued requests of one disk.
     pub id: u64,
@@ -102,7 +102,7 @@ pub struct DiskRequest {
 
 /// The scheduler's choice: a request, the entry of its `replicas` to serve, and for SCAN
 /// the edge cylinder the arm visits first.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pick {
     pub request: DiskRequest,
     pub replica: usize,
