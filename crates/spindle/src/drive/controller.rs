@@ -373,15 +373,20 @@ impl Controller {
             .map(|k| Nanos(first_ready + xfer.0 * k / n))
             .collect();
         let (media_end, rotation) = (a.end, a.rotation);
-        let reselect = ns(c.first_reselect_ms);
-        // The drive reconnects once the high water mark of data is buffered: a fraction of
-        // the request or of the segment (at least one sector).
-        let base = if c.watermark_by_request {
-            n
+        // Reconnecting to send data costs the first reselection and the data preparation
+        // (DiskSim `disk_check_bus`: `overhead_reselect_first` + `overhead_data_prep` when
+        // data is to move).
+        let reselect = ns(c.first_reselect_ms) + ns(c.data_preparation_ms);
+        // The drive reconnects once the high water mark of data is buffered, or the whole
+        // request. DiskSim (`disk_buffer_set_segment`): by request size the mark is
+        // max(1, ⌊min(segment, request) · mark⌋) sectors (truncated); by segment it is
+        // ⌈segment · mark⌉.
+        let mark = if c.watermark_by_request {
+            ((c.high_water_mark * u64::from(c.segment_sectors).min(n) as f64) as u64).max(1)
         } else {
-            u64::from(c.segment_sectors).min(n)
+            (c.high_water_mark * f64::from(c.segment_sectors)).ceil() as u64
         };
-        let k0 = ((c.high_water_mark * base as f64).ceil() as u64).clamp(1, n);
+        let k0 = mark.clamp(1, n);
         let bus_start = ready[k0 as usize - 1] + reselect;
         let end = self.interface(p, bus_start, ready.iter().copied());
         let done = end + ns(c.read_completion_ms);
