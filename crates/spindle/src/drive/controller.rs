@@ -108,6 +108,8 @@ pub struct Controller {
     /// Track (cylinder · surfaces + head) of the last sector of the previous read: the
     /// sequential-stream detector of `continuous_read` mode 4.
     last_read_track: Option<u64>,
+    /// The sector after the previous write's last: a write starting there continues it.
+    last_write_end: Option<u64>,
     clock: u64,
 }
 
@@ -137,6 +139,7 @@ impl Controller {
             head,
             last_op: Op::Read,
             last_read_track: None,
+            last_write_end: None,
             clock: 0,
         }
     }
@@ -500,7 +503,15 @@ impl Controller {
         let fast = c.enable_caching > 0
             && (c.fast_write_level == 2 || (c.fast_write_level == 1 && appends));
         let after_read = self.after_read();
-        let overhead = match (&c.extra_write_disconnect, fast, after_read) {
+        // The extra write disconnect is suffered by a write that follows a write without
+        // continuing it (DiskSim `disk_buffer_select_segment`: "a write following a
+        // non-sequential write"; the HP C2247A trace marks exactly those writes "Trip",
+        // written in three pieces).
+        let extra = c
+            .extra_write_disconnect
+            .as_ref()
+            .filter(|_| !c.never_disconnect && !after_read && self.last_write_end != Some(x.lba));
+        let overhead = match (extra, fast, after_read) {
             (Some(e), _, _) => ns(e.command_ms),
             (None, true, true) => ns(c.write_hit_after_read_ms),
             (None, true, false) => ns(c.write_hit_after_write_ms),
@@ -513,7 +524,7 @@ impl Controller {
         }
         // Data comes over the interface first (after the extra disconnect, if any).
         let mut bus_start = t + ns(c.data_preparation_ms);
-        if let Some(e) = &c.extra_write_disconnect {
+        if let Some(e) = extra {
             bus_start +=
                 ns(e.disconnect_ms) + ns(e.inter_disconnect_delay_ms) + ns(c.first_reselect_ms);
         }
@@ -537,9 +548,20 @@ impl Controller {
         }
         // The media write: positioning overlaps the data transfer; the first sector can be
         // written once it is in the buffer.
-        let mut start = t.max(self.mech_free);
+        // With an extra disconnect the seek waits for the command overhead plus the seek
+        // delta (DiskSim `disk_write_arrive`: `overhead_done` = command + seek delta).
+        let seek_from = match extra {
+            Some(e) => t + ns(e.seek_delta_ms),
+            None => t,
+        };
+        let mut start = seek_from.max(self.mech_free);
+        // "Minimum seek delay" is a floor on the write's positioning time, not a wait
+        // before it (DiskSim `disk_initiate_seek`: `if (seektime < mintime) seg->time +=
+        // mintime - seektime`).
         if c.minimum_seek_ms > 0.0 {
-            start = start.max(t + ns(c.minimum_seek_ms));
+            let to = drive.locate(x.lba).chs;
+            let seek = drive.seek_span(self.head.cylinder, self.head.head, to, Op::Write);
+            start += ns(c.minimum_seek_ms).saturating_sub(seek);
         }
         let a = drive.access(start, &self.head, x, None, rng);
         let mut media_end = a.end;
@@ -557,7 +579,14 @@ impl Controller {
         let media_sector = Span((a.transfer + a.switches).0 / n.max(1));
         let mut first_write = Nanos(a.end.0 - (a.transfer + a.switches).0);
         let lag = p.bus_sector_write.0.saturating_sub(media_sector.0) * (n - 1);
-        let needed = bus_start + p.bus_sector_write + Span(lag);
+        let mut needed = bus_start + p.bus_sector_write + Span(lag);
+        // A drive with the extra write disconnect starts writing only once min(request, 10)
+        // sectors are buffered, 15 for requests of 45 or more (DiskSim
+        // `disk_buffer_block_available`, `extra_write_disconnect`).
+        if c.extra_write_disconnect.is_some() {
+            let q = if n < 45 { n.min(10) } else { 15 };
+            needed = needed.max(bus_start + p.bus_sector_write * q);
+        }
         while first_write < needed {
             first_write += drive.period();
             media_end += drive.period();
@@ -568,6 +597,7 @@ impl Controller {
         self.head.cylinder = a.end_cylinder;
         self.head.head = a.end_head;
         self.mech_free = media_end;
+        self.last_write_end = Some(x.lba + n);
         let keep = c.read_hits_on_write_data;
         let s = &mut self.segments[seg];
         if s.dirty && s.end == x.lba {
@@ -583,16 +613,24 @@ impl Controller {
         if !keep {
             s.end = s.start;
         }
-        let completion = ns(c.write_completion_ms)
-            + match &c.extra_write_disconnect {
-                Some(e) => ns(e.second_disconnect_ms),
-                None => ns(c.write_disconnect_ms),
-            } * u64::from(!fast);
+        // Write-through: the drive disconnects once the data is in, and reselects (the
+        // first reselection, or the other one after an extra disconnect) to report
+        // completion once the media write is done (DiskSim `disk_check_bus`,
+        // `disk_reconnection_or_transfer_complete`).
+        let (disconnect, reselect) = match extra {
+            Some(e) => (ns(e.second_disconnect_ms), ns(c.other_reselect_ms)),
+            None => (ns(c.write_disconnect_ms), ns(c.first_reselect_ms)),
+        };
         let done = if fast {
-            data_in
+            data_in + ns(c.write_completion_ms)
         } else {
-            media_end.max(data_in)
-        } + completion;
+            media_end.max(data_in + disconnect) + reselect + ns(c.write_completion_ms)
+        };
+        let completion = if fast {
+            ns(c.write_completion_ms)
+        } else {
+            done.since(media_end.max(data_in))
+        };
         let access = Access {
             overhead: overhead + completion,
             seek: if fast {
@@ -678,6 +716,7 @@ fn zero_latency(
 
 #[cfg(test)]
 mod tests {
+    use super::super::cache_spec::ExtraWriteDisconnect;
     use super::super::spec::test_spec;
     use super::*;
     use rand_pcg::Pcg64Mcg;
@@ -865,6 +904,30 @@ mod tests {
             10,
         );
         assert_eq!(early.access.end, early_plain.access.end);
+    }
+
+    #[test]
+    fn the_extra_write_disconnect_is_suffered_by_a_write_after_a_non_sequential_write() {
+        let mut c = cache();
+        c.fast_write_level = 0;
+        c.extra_write_disconnect = Some(ExtraWriteDisconnect {
+            command_ms: 0.05,
+            disconnect_ms: 0.01,
+            inter_disconnect_delay_ms: 0.02,
+            second_disconnect_ms: 0.0,
+            seek_delta_ms: 0.03,
+        });
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        // No completion costs are set, so the overhead is the command overhead alone.
+        let after_read = serve(&mut ctl, &d, Nanos(0), Op::Write, 150_000, 8);
+        assert_eq!(after_read.access.overhead, Span::from_ms_f64(0.7));
+        let t = after_read.access.end + Span::from_ms(5);
+        let jump = serve(&mut ctl, &d, t, Op::Write, 90_000, 8);
+        assert_eq!(jump.access.overhead, Span::from_ms_f64(0.05));
+        let t = jump.access.end + Span::from_ms(5);
+        let sequential = serve(&mut ctl, &d, t, Op::Write, 90_008, 8);
+        assert_eq!(sequential.access.overhead, Span::from_ms_f64(0.8));
     }
 
     #[test]
