@@ -190,20 +190,48 @@ impl Controller {
     }
 
     /// When sector `lba` is (or will be) in the buffer, if it is cached or being read ahead.
-    fn ready_at(&self, drive: &Drive, lba: u64) -> Option<(usize, Nanos)> {
+    fn ready_at(&self, drive: &Drive, now: Nanos, lba: u64) -> Option<(usize, Nanos)> {
         if let Some(ra) = &self.read_ahead {
             let s = &self.segments[ra.segment];
-            if lba >= s.start && lba < ra.from {
+            // The segment is circular: sectors the read-ahead has pushed out are gone.
+            if lba >= s.start && lba < ra.from && lba >= self.wrap_start(drive, ra, now) {
                 return Some((ra.segment, Nanos::ZERO));
             }
             if lba >= ra.from && lba < ra.until {
                 return Some((ra.segment, ra.first(drive, lba - ra.from + 1).end));
             }
         }
+        let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
         self.segments
             .iter()
-            .position(|s| lba >= s.start && lba < s.end)
+            .enumerate()
+            .position(|(i, s)| Some(i) != reading && lba >= s.start && lba < s.end)
             .map(|i| (i, Nanos::ZERO))
+    }
+
+    /// Whole sectors the read-ahead has read by `t` (DiskSim stops at a sector boundary).
+    fn read_ahead_done(drive: &Drive, ra: &ReadAhead, t: Nanos) -> u64 {
+        let (mut lo, mut hi) = (0u64, ra.until - ra.from);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if ra.first(drive, mid).end <= t {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        lo
+    }
+
+    /// The first sector still in the read-ahead's segment at `t`: a segment holds at most
+    /// `segment_sectors`, and read-ahead data overwrites the oldest (DiskSim
+    /// `disk_buffer_segment_wrap`: start = max(start, end − size)).
+    fn wrap_start(&self, drive: &Drive, ra: &ReadAhead, t: Nanos) -> u64 {
+        let Some(p) = &self.params else {
+            return 0;
+        };
+        let end = ra.from + Self::read_ahead_done(drive, ra, t);
+        end.saturating_sub(u64::from(p.spec.segment_sectors))
     }
 
     /// Stops the read-ahead at `t`: the segment keeps what was read by then and the arm is
@@ -214,16 +242,10 @@ impl Controller {
         };
         let mut done = ra.from;
         let (mut cyl, mut hd) = (ra.head.cylinder, ra.head.head);
-        // Whole sectors read by `t` (DiskSim stops at a sector boundary).
-        let (mut lo, mut hi) = (0u64, ra.until - ra.from);
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            if ra.first(drive, mid).end <= t {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
+        let lo = Self::read_ahead_done(drive, &ra, t);
+        let wrap = self.wrap_start(drive, &ra, t);
+        let s = &mut self.segments[ra.segment];
+        s.start = s.start.max(wrap);
         if lo > 0 {
             let a = ra.first(drive, lo);
             done = ra.from + lo;
@@ -279,7 +301,7 @@ impl Controller {
         rng: Option<&mut R>,
     ) -> Service {
         let c = &p.spec;
-        let first = self.ready_at(drive, x.lba);
+        let first = self.ready_at(drive, now, x.lba);
         let hit = c.enable_caching > 0 && first.is_some();
         let overhead = ns(match (hit, self.after_read()) {
             (true, true) => c.read_hit_after_read_ms,
@@ -295,7 +317,7 @@ impl Controller {
             let mut ready = Vec::with_capacity(x.sectors as usize);
             let mut lba = x.lba;
             while lba < x.lba + u64::from(x.sectors) {
-                match self.ready_at(drive, lba) {
+                match self.ready_at(drive, now, lba) {
                     Some((_, t)) => ready.push(t),
                     None => break,
                 }
@@ -395,12 +417,12 @@ impl Controller {
         let done = end + ns(c.read_completion_ms);
         let seg = self.take_segment(p, false);
         let mut seg_start = x.lba;
-        if c.read_any_free_blocks && c.immediate_buffer_read {
-            // Sectors of the target track passing under the head during the rotational wait.
-            // Kept only by drives whose read channel runs from wherever the head lands
-            // (zero-latency reads): measured on the Atlas 10K (has both; rms 0.116 ms with,
-            // 0.246 ms without) and the Ultrastar 18ES (no zero-latency reads; 0.185 ms
-            // without, 0.472 ms with).
+        if c.read_any_free_blocks {
+            // Sectors of the target track passing under the head during the rotational wait
+            // (DiskSim `disk_buffer_seekdone`: with "Read any free blocks" the head reads
+            // from wherever it lands). The read-ahead soon pushes them out of the circular
+            // segment (`wrap_start`); before the segment wrapped they made the Ultrastar
+            // 18ES score 0.472 ms.
             let spt = u64::from(
                 drive
                     .geometry()
@@ -462,19 +484,28 @@ impl Controller {
                 to_track_end
                     + spt * u64::from(geo.surfaces() - 1 - chs.head.min(geo.surfaces() - 1))
             }
+            // Mode 3: DiskSim `disk_buffer_get_max_readahead` — the maximum read-ahead past
+            // the request when one is set (the segment is circular: the read-ahead pushes
+            // the oldest data, the request's own included, out of it); otherwise to fill
+            // the segment.
+            3 if c.max_read_ahead_sectors > 0 => u64::from(c.max_read_ahead_sectors),
             3 => u64::from(c.segment_sectors).saturating_sub(if c.read_ahead_over_requested {
-                0
-            } else {
                 seg_len
+            } else {
+                0
             }),
             // Mode 4: one track ahead of a detected sequential stream (this read began on
             // the track after the previous read's last track); else to the end of the track.
             _ if self.last_read_track.is_some_and(|t| t + 1 == first_track) => to_track_end + spt,
             _ => to_track_end,
         };
-        let mut n = limit
-            .min(u64::from(c.max_read_ahead_sectors))
-            .min(u64::from(c.segment_sectors));
+        let mut n = if c.continuous_read == 3 {
+            limit
+        } else {
+            limit
+                .min(u64::from(c.max_read_ahead_sectors))
+                .min(u64::from(c.segment_sectors))
+        };
         n = n.min(drive.capacity_sectors() - from);
         if n == 0 {
             return;
@@ -807,6 +838,24 @@ mod tests {
             4,
         );
         assert!(!far.hit);
+    }
+
+    #[test]
+    fn the_read_ahead_pushes_the_oldest_sectors_out_of_the_circular_segment() {
+        let mut c = cache();
+        c.continuous_read = 3;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let miss = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 4);
+        assert!(!miss.hit);
+        // Mode 3 reads 400 sectors past the request (sectors 5004..5404) into a 400-sector
+        // segment: the request's own sectors are still there at first, overwritten once
+        // the read-ahead is done.
+        let mut early = ctl.clone();
+        let t = miss.access.end + Span::from_ms(1);
+        assert!(serve(&mut early, &d, t, Op::Read, 5_000, 4).hit);
+        let t = miss.access.end + Span::from_ms(100);
+        assert!(!serve(&mut ctl, &d, t, Op::Read, 5_000, 4).hit);
     }
 
     #[test]
