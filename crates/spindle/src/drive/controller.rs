@@ -261,12 +261,22 @@ impl Controller {
         self.mech_free = self.mech_free.max(t);
     }
 
-    /// A segment for new data: least recently used, not the write segment when writes have
-    /// their own.
-    fn take_segment(&mut self, p: &Params, for_write: bool) -> usize {
+    /// A segment for new data of `op` on `lba..end`, chosen as DiskSim does
+    /// (`disk_buffer_select_read_segment`, `disk_buffer_select_write_segment`): for a write,
+    /// a clean segment it overlaps; then an empty segment (it trashes no data); then a
+    /// clean one; the segment the read-ahead was filling (`reading`) last, and one holding
+    /// write data not yet on the media only if nothing else is left. Ties go to the least
+    /// recently used.
+    fn take_segment(
+        &mut self,
+        p: &Params,
+        op: Op,
+        (lba, end): (u64, u64),
+        reading: Option<usize>,
+    ) -> usize {
         let reserved = p.spec.separate_write_segment && self.segments.len() > 1;
         let range: Vec<usize> = if reserved {
-            if for_write {
+            if op == Op::Write {
                 vec![self.segments.len() - 1]
             } else {
                 (0..self.segments.len() - 1).collect()
@@ -274,9 +284,24 @@ impl Controller {
         } else {
             (0..self.segments.len()).collect()
         };
+        let rank = |i: usize| -> u8 {
+            let s = &self.segments[i];
+            let empty = s.start >= s.end;
+            if s.dirty {
+                0
+            } else if Some(i) == reading {
+                1
+            } else if op == Op::Write && !empty && lba < s.end && end > s.start {
+                4
+            } else if empty {
+                3
+            } else {
+                2
+            }
+        };
         let i = *range
             .iter()
-            .min_by_key(|&&i| self.segments[i].used)
+            .max_by_key(|&&i| (rank(i), std::cmp::Reverse(self.segments[i].used)))
             .expect("a segment exists");
         self.segments[i].used = self.clock;
         i
@@ -375,6 +400,7 @@ impl Controller {
         }
         // Miss: the mechanism is needed.
         let t = now + overhead;
+        let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
         self.stop_read_ahead(drive, t);
         let start = t.max(self.mech_free);
         if start > t {
@@ -415,7 +441,7 @@ impl Controller {
         let bus_start = ready[k0 as usize - 1] + reselect;
         let end = self.interface(p, bus_start, ready.iter().copied());
         let done = end + ns(c.read_completion_ms);
-        let seg = self.take_segment(p, false);
+        let seg = self.take_segment(p, Op::Read, (x.lba, x.lba + n), reading);
         let mut seg_start = x.lba;
         if c.read_any_free_blocks {
             // Sectors of the target track passing under the head during the rotational wait
@@ -534,6 +560,7 @@ impl Controller {
         let fast = c.enable_caching > 0
             && (c.fast_write_level == 2 || (c.fast_write_level == 1 && appends));
         let after_read = self.after_read();
+        let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
         // The extra write disconnect is suffered by a write that follows a write without
         // continuing it (DiskSim `disk_buffer_select_segment`: "a write following a
         // non-sequential write"; the HP C2247A trace marks exactly those writes "Trip",
@@ -562,7 +589,7 @@ impl Controller {
         let data_in = bus_start + p.bus_sector_write * n;
         let seg = match self.segments.iter().position(|s| s.dirty && s.end == x.lba) {
             Some(i) if c.combine_seq_writes => i,
-            _ => self.take_segment(p, true),
+            _ => self.take_segment(p, Op::Write, (x.lba, x.lba + n), reading),
         };
         // Cached read data the write overlaps is stale: those segments are dropped.
         let (lo, hi) = (x.lba, x.lba + n);
@@ -856,6 +883,35 @@ mod tests {
         assert!(serve(&mut early, &d, t, Op::Read, 5_000, 4).hit);
         let t = miss.access.end + Span::from_ms(100);
         assert!(!serve(&mut ctl, &d, t, Op::Read, 5_000, 4).hit);
+    }
+
+    #[test]
+    fn new_data_goes_to_an_overlapped_then_an_empty_then_the_least_recently_used_segment() {
+        let mut c = cache();
+        c.segments = 4;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let p = ctl.params.clone().unwrap();
+        let seg = |start, end, used| Segment {
+            start,
+            end,
+            used,
+            dirty: false,
+        };
+        ctl.segments = vec![
+            seg(100, 200, 1),
+            seg(0, 0, 5),
+            seg(300, 400, 2),
+            seg(500, 600, 3),
+        ];
+        ctl.segments[3].dirty = true;
+        // An empty segment before the least recently used one, which is taken before the
+        // one the read-ahead was filling; write data not yet on the media is never taken.
+        assert_eq!(ctl.take_segment(&p, Op::Read, (900, 904), None), 1);
+        ctl.segments[1] = seg(700, 800, 6);
+        assert_eq!(ctl.take_segment(&p, Op::Read, (900, 904), Some(0)), 2);
+        // A write takes the clean segment it overlaps.
+        assert_eq!(ctl.take_segment(&p, Op::Write, (350, 358), None), 2);
     }
 
     #[test]
