@@ -129,7 +129,9 @@ fn import(parv: &Path) -> Result<Drive, String> {
     Drive::from_spec(&spec).map_err(|e| format!("{}: {e}", parv.display()))
 }
 
-/// The model for `dir`: (drive, description, note when it is a fallback).
+/// The model for `dir` and its description: `choice` (`--drive`) when given, else the
+/// directory's one `.parv`. A missing, ambiguous or unimportable `.parv` is an error naming
+/// the directory; no other model is substituted.
 fn pick_model(dir: &Path, choice: Option<&str>) -> anyhow::Result<(Drive, String)> {
     if let Some(m) = choice {
         if m.ends_with(".parv") {

@@ -108,6 +108,8 @@ pub struct Controller {
     /// Track (cylinder · surfaces + head) of the last sector of the previous read: the
     /// sequential-stream detector of `continuous_read` mode 4.
     last_read_track: Option<u64>,
+    /// The sector after the previous write's last: a write starting there continues it.
+    last_write_end: Option<u64>,
     clock: u64,
 }
 
@@ -137,6 +139,7 @@ impl Controller {
             head,
             last_op: Op::Read,
             last_read_track: None,
+            last_write_end: None,
             clock: 0,
         }
     }
@@ -187,20 +190,48 @@ impl Controller {
     }
 
     /// When sector `lba` is (or will be) in the buffer, if it is cached or being read ahead.
-    fn ready_at(&self, drive: &Drive, lba: u64) -> Option<(usize, Nanos)> {
+    fn ready_at(&self, drive: &Drive, now: Nanos, lba: u64) -> Option<(usize, Nanos)> {
         if let Some(ra) = &self.read_ahead {
             let s = &self.segments[ra.segment];
-            if lba >= s.start && lba < ra.from {
+            // The segment is circular: sectors the read-ahead has pushed out are gone.
+            if lba >= s.start && lba < ra.from && lba >= self.wrap_start(drive, ra, now) {
                 return Some((ra.segment, Nanos::ZERO));
             }
             if lba >= ra.from && lba < ra.until {
                 return Some((ra.segment, ra.first(drive, lba - ra.from + 1).end));
             }
         }
+        let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
         self.segments
             .iter()
-            .position(|s| lba >= s.start && lba < s.end)
+            .enumerate()
+            .position(|(i, s)| Some(i) != reading && lba >= s.start && lba < s.end)
             .map(|i| (i, Nanos::ZERO))
+    }
+
+    /// Whole sectors the read-ahead has read by `t` (DiskSim stops at a sector boundary).
+    fn read_ahead_done(drive: &Drive, ra: &ReadAhead, t: Nanos) -> u64 {
+        let (mut lo, mut hi) = (0u64, ra.until - ra.from);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if ra.first(drive, mid).end <= t {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        lo
+    }
+
+    /// The first sector still in the read-ahead's segment at `t`: a segment holds at most
+    /// `segment_sectors`, and read-ahead data overwrites the oldest (DiskSim
+    /// `disk_buffer_segment_wrap`: start = max(start, end − size)).
+    fn wrap_start(&self, drive: &Drive, ra: &ReadAhead, t: Nanos) -> u64 {
+        let Some(p) = &self.params else {
+            return 0;
+        };
+        let end = ra.from + Self::read_ahead_done(drive, ra, t);
+        end.saturating_sub(u64::from(p.spec.segment_sectors))
     }
 
     /// Stops the read-ahead at `t`: the segment keeps what was read by then and the arm is
@@ -211,16 +242,10 @@ impl Controller {
         };
         let mut done = ra.from;
         let (mut cyl, mut hd) = (ra.head.cylinder, ra.head.head);
-        // Whole sectors read by `t` (DiskSim stops at a sector boundary).
-        let (mut lo, mut hi) = (0u64, ra.until - ra.from);
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            if ra.first(drive, mid).end <= t {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
+        let lo = Self::read_ahead_done(drive, &ra, t);
+        let wrap = self.wrap_start(drive, &ra, t);
+        let s = &mut self.segments[ra.segment];
+        s.start = s.start.max(wrap);
         if lo > 0 {
             let a = ra.first(drive, lo);
             done = ra.from + lo;
@@ -236,12 +261,22 @@ impl Controller {
         self.mech_free = self.mech_free.max(t);
     }
 
-    /// A segment for new data: least recently used, not the write segment when writes have
-    /// their own.
-    fn take_segment(&mut self, p: &Params, for_write: bool) -> usize {
+    /// A segment for new data of `op` on `lba..end`, chosen as DiskSim does
+    /// (`disk_buffer_select_read_segment`, `disk_buffer_select_write_segment`): for a write,
+    /// a clean segment it overlaps; then an empty segment (it trashes no data); then a
+    /// clean one; the segment the read-ahead was filling (`reading`) last, and one holding
+    /// write data not yet on the media only if nothing else is left. Ties go to the least
+    /// recently used.
+    fn take_segment(
+        &mut self,
+        p: &Params,
+        op: Op,
+        (lba, end): (u64, u64),
+        reading: Option<usize>,
+    ) -> usize {
         let reserved = p.spec.separate_write_segment && self.segments.len() > 1;
         let range: Vec<usize> = if reserved {
-            if for_write {
+            if op == Op::Write {
                 vec![self.segments.len() - 1]
             } else {
                 (0..self.segments.len() - 1).collect()
@@ -249,9 +284,24 @@ impl Controller {
         } else {
             (0..self.segments.len()).collect()
         };
+        let rank = |i: usize| -> u8 {
+            let s = &self.segments[i];
+            let empty = s.start >= s.end;
+            if s.dirty {
+                0
+            } else if Some(i) == reading {
+                1
+            } else if op == Op::Write && !empty && lba < s.end && end > s.start {
+                4
+            } else if empty {
+                3
+            } else {
+                2
+            }
+        };
         let i = *range
             .iter()
-            .min_by_key(|&&i| self.segments[i].used)
+            .max_by_key(|&&i| (rank(i), std::cmp::Reverse(self.segments[i].used)))
             .expect("a segment exists");
         self.segments[i].used = self.clock;
         i
@@ -276,7 +326,7 @@ impl Controller {
         rng: Option<&mut R>,
     ) -> Service {
         let c = &p.spec;
-        let first = self.ready_at(drive, x.lba);
+        let first = self.ready_at(drive, now, x.lba);
         let hit = c.enable_caching > 0 && first.is_some();
         let overhead = ns(match (hit, self.after_read()) {
             (true, true) => c.read_hit_after_read_ms,
@@ -292,7 +342,7 @@ impl Controller {
             let mut ready = Vec::with_capacity(x.sectors as usize);
             let mut lba = x.lba;
             while lba < x.lba + u64::from(x.sectors) {
-                match self.ready_at(drive, lba) {
+                match self.ready_at(drive, now, lba) {
                     Some((_, t)) => ready.push(t),
                     None => break,
                 }
@@ -350,6 +400,7 @@ impl Controller {
         }
         // Miss: the mechanism is needed.
         let t = now + overhead;
+        let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
         self.stop_read_ahead(drive, t);
         let start = t.max(self.mech_free);
         if start > t {
@@ -373,26 +424,31 @@ impl Controller {
             .map(|k| Nanos(first_ready + xfer.0 * k / n))
             .collect();
         let (media_end, rotation) = (a.end, a.rotation);
-        let reselect = ns(c.first_reselect_ms);
-        // The drive reconnects once the high water mark of data is buffered: a fraction of
-        // the request or of the segment (at least one sector).
-        let base = if c.watermark_by_request {
-            n
+        // Reconnecting to send data costs the first reselection and the data preparation
+        // (DiskSim `disk_check_bus`: `overhead_reselect_first` + `overhead_data_prep` when
+        // data is to move).
+        let reselect = ns(c.first_reselect_ms) + ns(c.data_preparation_ms);
+        // The drive reconnects once the high water mark of data is buffered, or the whole
+        // request. DiskSim (`disk_buffer_set_segment`): by request size the mark is
+        // max(1, ⌊min(segment, request) · mark⌋) sectors (truncated); by segment it is
+        // ⌈segment · mark⌉.
+        let mark = if c.watermark_by_request {
+            ((c.high_water_mark * u64::from(c.segment_sectors).min(n) as f64) as u64).max(1)
         } else {
-            u64::from(c.segment_sectors).min(n)
+            (c.high_water_mark * f64::from(c.segment_sectors)).ceil() as u64
         };
-        let k0 = ((c.high_water_mark * base as f64).ceil() as u64).clamp(1, n);
+        let k0 = mark.clamp(1, n);
         let bus_start = ready[k0 as usize - 1] + reselect;
         let end = self.interface(p, bus_start, ready.iter().copied());
         let done = end + ns(c.read_completion_ms);
-        let seg = self.take_segment(p, false);
+        let seg = self.take_segment(p, Op::Read, (x.lba, x.lba + n), reading);
         let mut seg_start = x.lba;
-        if c.read_any_free_blocks && c.immediate_buffer_read {
-            // Sectors of the target track passing under the head during the rotational wait.
-            // Kept only by drives whose read channel runs from wherever the head lands
-            // (zero-latency reads): measured on the Atlas 10K (has both; rms 0.116 ms with,
-            // 0.246 ms without) and the Ultrastar 18ES (no zero-latency reads; 0.185 ms
-            // without, 0.472 ms with).
+        if c.read_any_free_blocks {
+            // Sectors of the target track passing under the head during the rotational wait
+            // (DiskSim `disk_buffer_seekdone`: with "Read any free blocks" the head reads
+            // from wherever it lands). The read-ahead soon pushes them out of the circular
+            // segment (`wrap_start`); before the segment wrapped they made the Ultrastar
+            // 18ES score 0.472 ms.
             let spt = u64::from(
                 drive
                     .geometry()
@@ -454,19 +510,28 @@ impl Controller {
                 to_track_end
                     + spt * u64::from(geo.surfaces() - 1 - chs.head.min(geo.surfaces() - 1))
             }
+            // Mode 3: DiskSim `disk_buffer_get_max_readahead` — the maximum read-ahead past
+            // the request when one is set (the segment is circular: the read-ahead pushes
+            // the oldest data, the request's own included, out of it); otherwise to fill
+            // the segment.
+            3 if c.max_read_ahead_sectors > 0 => u64::from(c.max_read_ahead_sectors),
             3 => u64::from(c.segment_sectors).saturating_sub(if c.read_ahead_over_requested {
-                0
-            } else {
                 seg_len
+            } else {
+                0
             }),
             // Mode 4: one track ahead of a detected sequential stream (this read began on
             // the track after the previous read's last track); else to the end of the track.
             _ if self.last_read_track.is_some_and(|t| t + 1 == first_track) => to_track_end + spt,
             _ => to_track_end,
         };
-        let mut n = limit
-            .min(u64::from(c.max_read_ahead_sectors))
-            .min(u64::from(c.segment_sectors));
+        let mut n = if c.continuous_read == 3 {
+            limit
+        } else {
+            limit
+                .min(u64::from(c.max_read_ahead_sectors))
+                .min(u64::from(c.segment_sectors))
+        };
         n = n.min(drive.capacity_sectors() - from);
         if n == 0 {
             return;
@@ -495,7 +560,16 @@ impl Controller {
         let fast = c.enable_caching > 0
             && (c.fast_write_level == 2 || (c.fast_write_level == 1 && appends));
         let after_read = self.after_read();
-        let overhead = match (&c.extra_write_disconnect, fast, after_read) {
+        let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
+        // The extra write disconnect is suffered by a write that follows a write without
+        // continuing it (DiskSim `disk_buffer_select_segment`: "a write following a
+        // non-sequential write"; the HP C2247A trace marks exactly those writes "Trip",
+        // written in three pieces).
+        let extra = c
+            .extra_write_disconnect
+            .as_ref()
+            .filter(|_| !c.never_disconnect && !after_read && self.last_write_end != Some(x.lba));
+        let overhead = match (extra, fast, after_read) {
             (Some(e), _, _) => ns(e.command_ms),
             (None, true, true) => ns(c.write_hit_after_read_ms),
             (None, true, false) => ns(c.write_hit_after_write_ms),
@@ -508,14 +582,14 @@ impl Controller {
         }
         // Data comes over the interface first (after the extra disconnect, if any).
         let mut bus_start = t + ns(c.data_preparation_ms);
-        if let Some(e) = &c.extra_write_disconnect {
+        if let Some(e) = extra {
             bus_start +=
                 ns(e.disconnect_ms) + ns(e.inter_disconnect_delay_ms) + ns(c.first_reselect_ms);
         }
         let data_in = bus_start + p.bus_sector_write * n;
         let seg = match self.segments.iter().position(|s| s.dirty && s.end == x.lba) {
             Some(i) if c.combine_seq_writes => i,
-            _ => self.take_segment(p, true),
+            _ => self.take_segment(p, Op::Write, (x.lba, x.lba + n), reading),
         };
         // Cached read data the write overlaps is stale: those segments are dropped.
         let (lo, hi) = (x.lba, x.lba + n);
@@ -532,9 +606,20 @@ impl Controller {
         }
         // The media write: positioning overlaps the data transfer; the first sector can be
         // written once it is in the buffer.
-        let mut start = t.max(self.mech_free);
+        // With an extra disconnect the seek waits for the command overhead plus the seek
+        // delta (DiskSim `disk_write_arrive`: `overhead_done` = command + seek delta).
+        let seek_from = match extra {
+            Some(e) => t + ns(e.seek_delta_ms),
+            None => t,
+        };
+        let mut start = seek_from.max(self.mech_free);
+        // "Minimum seek delay" is a floor on the write's positioning time, not a wait
+        // before it (DiskSim `disk_initiate_seek`: `if (seektime < mintime) seg->time +=
+        // mintime - seektime`).
         if c.minimum_seek_ms > 0.0 {
-            start = start.max(t + ns(c.minimum_seek_ms));
+            let to = drive.locate(x.lba).chs;
+            let seek = drive.seek_span(self.head.cylinder, self.head.head, to, Op::Write);
+            start += ns(c.minimum_seek_ms).saturating_sub(seek);
         }
         let a = drive.access(start, &self.head, x, None, rng);
         let mut media_end = a.end;
@@ -552,7 +637,14 @@ impl Controller {
         let media_sector = Span((a.transfer + a.switches).0 / n.max(1));
         let mut first_write = Nanos(a.end.0 - (a.transfer + a.switches).0);
         let lag = p.bus_sector_write.0.saturating_sub(media_sector.0) * (n - 1);
-        let needed = bus_start + p.bus_sector_write + Span(lag);
+        let mut needed = bus_start + p.bus_sector_write + Span(lag);
+        // A drive with the extra write disconnect starts writing only once min(request, 10)
+        // sectors are buffered, 15 for requests of 45 or more (DiskSim
+        // `disk_buffer_block_available`, `extra_write_disconnect`).
+        if c.extra_write_disconnect.is_some() {
+            let q = if n < 45 { n.min(10) } else { 15 };
+            needed = needed.max(bus_start + p.bus_sector_write * q);
+        }
         while first_write < needed {
             first_write += drive.period();
             media_end += drive.period();
@@ -563,6 +655,7 @@ impl Controller {
         self.head.cylinder = a.end_cylinder;
         self.head.head = a.end_head;
         self.mech_free = media_end;
+        self.last_write_end = Some(x.lba + n);
         let keep = c.read_hits_on_write_data;
         let s = &mut self.segments[seg];
         if s.dirty && s.end == x.lba {
@@ -578,16 +671,24 @@ impl Controller {
         if !keep {
             s.end = s.start;
         }
-        let completion = ns(c.write_completion_ms)
-            + match &c.extra_write_disconnect {
-                Some(e) => ns(e.second_disconnect_ms),
-                None => ns(c.write_disconnect_ms),
-            } * u64::from(!fast);
+        // Write-through: the drive disconnects once the data is in, and reselects (the
+        // first reselection, or the other one after an extra disconnect) to report
+        // completion once the media write is done (DiskSim `disk_check_bus`,
+        // `disk_reconnection_or_transfer_complete`).
+        let (disconnect, reselect) = match extra {
+            Some(e) => (ns(e.second_disconnect_ms), ns(c.other_reselect_ms)),
+            None => (ns(c.write_disconnect_ms), ns(c.first_reselect_ms)),
+        };
         let done = if fast {
-            data_in
+            data_in + ns(c.write_completion_ms)
         } else {
-            media_end.max(data_in)
-        } + completion;
+            media_end.max(data_in + disconnect) + reselect + ns(c.write_completion_ms)
+        };
+        let completion = if fast {
+            ns(c.write_completion_ms)
+        } else {
+            done.since(media_end.max(data_in))
+        };
         let access = Access {
             overhead: overhead + completion,
             seek: if fast {
@@ -673,6 +774,7 @@ fn zero_latency(
 
 #[cfg(test)]
 mod tests {
+    use super::super::cache_spec::ExtraWriteDisconnect;
     use super::super::spec::test_spec;
     use super::*;
     use rand_pcg::Pcg64Mcg;
@@ -763,6 +865,53 @@ mod tests {
             4,
         );
         assert!(!far.hit);
+    }
+
+    #[test]
+    fn the_read_ahead_pushes_the_oldest_sectors_out_of_the_circular_segment() {
+        let mut c = cache();
+        c.continuous_read = 3;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let miss = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 4);
+        assert!(!miss.hit);
+        // Mode 3 reads 400 sectors past the request (sectors 5004..5404) into a 400-sector
+        // segment: the request's own sectors are still there at first, overwritten once
+        // the read-ahead is done.
+        let mut early = ctl.clone();
+        let t = miss.access.end + Span::from_ms(1);
+        assert!(serve(&mut early, &d, t, Op::Read, 5_000, 4).hit);
+        let t = miss.access.end + Span::from_ms(100);
+        assert!(!serve(&mut ctl, &d, t, Op::Read, 5_000, 4).hit);
+    }
+
+    #[test]
+    fn new_data_goes_to_an_overlapped_then_an_empty_then_the_least_recently_used_segment() {
+        let mut c = cache();
+        c.segments = 4;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let p = ctl.params.clone().unwrap();
+        let seg = |start, end, used| Segment {
+            start,
+            end,
+            used,
+            dirty: false,
+        };
+        ctl.segments = vec![
+            seg(100, 200, 1),
+            seg(0, 0, 5),
+            seg(300, 400, 2),
+            seg(500, 600, 3),
+        ];
+        ctl.segments[3].dirty = true;
+        // An empty segment before the least recently used one, which is taken before the
+        // one the read-ahead was filling; write data not yet on the media is never taken.
+        assert_eq!(ctl.take_segment(&p, Op::Read, (900, 904), None), 1);
+        ctl.segments[1] = seg(700, 800, 6);
+        assert_eq!(ctl.take_segment(&p, Op::Read, (900, 904), Some(0)), 2);
+        // A write takes the clean segment it overlaps.
+        assert_eq!(ctl.take_segment(&p, Op::Write, (350, 358), None), 2);
     }
 
     #[test]
@@ -860,6 +1009,30 @@ mod tests {
             10,
         );
         assert_eq!(early.access.end, early_plain.access.end);
+    }
+
+    #[test]
+    fn the_extra_write_disconnect_is_suffered_by_a_write_after_a_non_sequential_write() {
+        let mut c = cache();
+        c.fast_write_level = 0;
+        c.extra_write_disconnect = Some(ExtraWriteDisconnect {
+            command_ms: 0.05,
+            disconnect_ms: 0.01,
+            inter_disconnect_delay_ms: 0.02,
+            second_disconnect_ms: 0.0,
+            seek_delta_ms: 0.03,
+        });
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        // No completion costs are set, so the overhead is the command overhead alone.
+        let after_read = serve(&mut ctl, &d, Nanos(0), Op::Write, 150_000, 8);
+        assert_eq!(after_read.access.overhead, Span::from_ms_f64(0.7));
+        let t = after_read.access.end + Span::from_ms(5);
+        let jump = serve(&mut ctl, &d, t, Op::Write, 90_000, 8);
+        assert_eq!(jump.access.overhead, Span::from_ms_f64(0.05));
+        let t = jump.access.end + Span::from_ms(5);
+        let sequential = serve(&mut ctl, &d, t, Op::Write, 90_008, 8);
+        assert_eq!(sequential.access.overhead, Span::from_ms_f64(0.8));
     }
 
     #[test]
