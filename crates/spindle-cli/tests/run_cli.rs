@@ -343,3 +343,58 @@ fn an_imported_drive_file_runs_like_the_parv_it_came_from() {
     // Same experiment on the .parv and on the written file: identical results.
     assert_eq!(run(parv.to_str().unwrap()), run(out.to_str().unwrap()));
 }
+
+/// An SR-Array from the command line: the report names the layout and RSATF, six disks
+/// serve, and delayed writes are propagated.
+#[test]
+fn an_sr_array_runs_from_the_command_line() {
+    let o = spindle(&[
+        "run",
+        "--json",
+        "--quiet",
+        "--set",
+        "array.layout=sr-array",
+        "--set",
+        "array.disks=6",
+        "--set",
+        "array.dr=2",
+        "--set",
+        "array.scheduler=rsatf",
+        "--set",
+        "workload.read_fraction=0.5",
+        "--set",
+        "run.requests=3000",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["layout"], "sr-array 3x2x1 track-group delayed-writes");
+    assert_eq!(v["scheduler"], "rsatf");
+    assert_eq!(v["disks_count"], 6);
+    let disks = v["disks"].as_array().unwrap();
+    assert_eq!(disks.len(), 6);
+    let propagated: u64 = disks
+        .iter()
+        .map(|d| d["propagations"].as_u64().unwrap())
+        .sum();
+    assert!(propagated > 0, "{v}");
+}
+
+#[test]
+fn a_dr_that_cannot_be_written_in_one_rotation_is_refused() {
+    let o = spindle(&[
+        "run",
+        "--quiet",
+        "--set",
+        "array.layout=sr-array",
+        "--set",
+        "array.disks=7",
+        "--set",
+        "array.ds=1",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("Dr = 7") && e.contains("one rotation") && e.contains("at most Dr = 6"),
+        "{e}"
+    );
+}
