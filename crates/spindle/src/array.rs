@@ -691,14 +691,7 @@ impl Array {
             self.queue_write_all(now, slot, piece, logical, version, (d, 0));
             return;
         }
-        let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
-        let same = (piece.column, piece.offset, piece.sectors);
-        let blocked_before = self.blocked.iter().any(|&(_, p, _)| overlaps(&p, &piece));
-        let must_wait = blocked_before
-            || match self.writes {
-                WritePolicy::Foreground => !keys.is_empty(),
-                WritePolicy::Delayed => keys.iter().any(|k| *k != same),
-            };
+        let (must_wait, keys) = self.must_wait(&piece);
         if must_wait {
             for k in keys {
                 self.promote(k);
@@ -709,6 +702,21 @@ impl Array {
             return;
         }
         self.start_write(now, slot, piece, logical);
+    }
+
+    /// Whether a write of `piece` must wait, with the pending entries it overlaps: behind an
+    /// earlier waiting write that overlaps it, behind any overlapping pending write with
+    /// foreground writes, behind a partly overlapping one with delayed writes (the same
+    /// piece supersedes instead).
+    fn must_wait(&self, piece: &Piece) -> (bool, Vec<Key>) {
+        let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
+        let same = (piece.column, piece.offset, piece.sectors);
+        let wait = self.blocked.iter().any(|(_, p, _)| overlaps(p, piece))
+            || match self.writes {
+                WritePolicy::Foreground => !keys.is_empty(),
+                WritePolicy::Delayed => keys.iter().any(|k| *k != same),
+            };
+        (wait, keys)
     }
 
     /// A write of one piece that may proceed (nothing partly overlapping is pending).
@@ -1125,14 +1133,7 @@ impl Array {
         }
         let waiting = std::mem::take(&mut self.blocked);
         for (slot, piece, logical) in waiting {
-            let same = (piece.column, piece.offset, piece.sectors);
-            let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
-            let still = self.blocked.iter().any(|&(_, p, _)| overlaps(&p, &piece))
-                || match self.writes {
-                    WritePolicy::Foreground => !keys.is_empty(),
-                    WritePolicy::Delayed => keys.iter().any(|k| *k != same),
-                };
-            if still {
+            if self.must_wait(&piece).0 {
                 self.blocked.push_back((slot, piece, logical));
             } else {
                 self.slots[slot].as_mut().expect("live slot").parts_left -= 1;

@@ -2,28 +2,11 @@
 //! drive of its table 4.1 (Seagate ST39133LWV), with the tolerances the issue sets; each
 //! bound's justification is beside it.
 
-use spindle::config::{Experiment, TraceSpec};
+mod common;
+use common::*;
+
+use spindle::config::Experiment;
 use spindle::metrics::Report;
-use spindle::sim::Arrivals;
-
-/// Table 4.1: S, To and the write penalty Two in ms; R from the measured 10,026 rpm.
-const S: f64 = 9.2;
-const TO: f64 = 2.7;
-const TWO: f64 = 0.7;
-const R: f64 = 60_000.0 / 10_026.0;
-
-fn no_files(p: &str) -> Result<Vec<u8>, String> {
-    Err(format!("{p}: tests use built-in drives only"))
-}
-
-fn no_trace(
-    _: &TraceSpec,
-    _: u32,
-    _: u32,
-    _: u64,
-) -> Result<(Arrivals<'static>, Option<u64>), String> {
-    Err("no traces here".into())
-}
 
 /// A closed-loop random 4 KiB workload on an SR-Mirror `ds` x `dr` x `dm` of ST39133LWVs
 /// holding one disk's worth of data (the dissertation's setting), with extra `--set`s.

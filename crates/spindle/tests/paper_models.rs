@@ -1,30 +1,12 @@
 //! The single-disk models of the SR-Array dissertation (chapter 2.1 and 2.4.2) against the
 //! simulator, with the tolerances the dissertation itself reports.
 
-use spindle::config::{Experiment, TraceSpec};
+mod common;
+use common::*;
+
+use spindle::config::Experiment;
 use spindle::drive::{builtin_drive, library};
 use spindle::metrics::Report;
-use spindle::sim::Arrivals;
-
-/// Table 4.1 of the dissertation (Seagate ST39133LWV): S, To and the write penalty in ms;
-/// R from the measured 10,026 rpm (section 2.1.1).
-const S: f64 = 9.2;
-const TO: f64 = 2.7;
-const TWO: f64 = 0.7;
-const R: f64 = 60_000.0 / 10_026.0;
-
-fn no_files(p: &str) -> Result<Vec<u8>, String> {
-    Err(format!("{p}: tests use built-in drives only"))
-}
-
-fn no_trace(
-    _: &TraceSpec,
-    _: u32,
-    _: u32,
-    _: u64,
-) -> Result<(Arrivals<'static>, Option<u64>), String> {
-    Err("no traces here".into())
-}
 
 fn run(drive: &str, sets: &[String]) -> Report {
     let text = format!(

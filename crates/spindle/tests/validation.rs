@@ -7,9 +7,12 @@
 //! Expected numbers (request counts, means, DiskSim's rms) are read from the README table and
 //! DiskSim's CDF files, never typed in here.
 
-use spindle::config::{Experiment, TraceSpec, ValidateSpec};
+mod common;
+use common::{no_files, no_trace};
+
+use spindle::config::{Experiment, ValidateSpec};
 use spindle::drive::{builtin_drive, disksim::import_parv, library, Drive};
-use spindle::sim::{Arrivals, ReplayRequests};
+use spindle::sim::ReplayRequests;
 use spindle::validate::{self, rms_ms, DemeritHistogram, DiskSimCdfs, ValidateReader};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -294,19 +297,6 @@ fn every_drive_rms_is_at_most_disksims() {
         .map(|(d, v, disksim)| format!("{d}: {:.3} > {disksim:.3} ms", v.rms_ms))
         .collect();
     assert!(worse.is_empty(), "rms above DiskSim's: {worse:?}");
-}
-
-fn no_files(p: &str) -> Result<Vec<u8>, String> {
-    Err(format!("{p}: built-in drives only"))
-}
-
-fn no_trace(
-    _: &TraceSpec,
-    _: u32,
-    _: u32,
-    _: u64,
-) -> Result<(Arrivals<'static>, Option<u64>), String> {
-    Err("no timed traces here".into())
 }
 
 #[test]
