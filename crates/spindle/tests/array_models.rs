@@ -210,7 +210,8 @@ fn rlook_throughput_at_q8_follows_eqs_2_44_2_45() {
 /// independently), 0.3 % for 6 disks and Q = 32, but in a closed loop requests pile up on
 /// the busiest disks (for exponential service the idle probability would be
 /// (D − 1)/(Q + D − 1) = 13.5 %); the simulated disks are idle 7 % of the time and serve
-/// 165 IOPS each while busy, 3 % below eq. 2.42's 170.
+/// 165 IOPS each while busy, 3 % below eq. 2.42's 170. A closed network with eq. 2.42's
+/// service law alone (`examples/sr_array/closed_network.py`) shows the same utilisation.
 #[test]
 #[ignore = "RLOOK at Q = 32 is 9–15 % below eqs. 2.44–2.45: eq. 2.45 underestimates idle disks in a closed loop (see the doc comment)"]
 fn rlook_throughput_at_q32_follows_eqs_2_44_2_45() {
