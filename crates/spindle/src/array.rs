@@ -230,9 +230,9 @@ struct DiskOp {
     /// Creation order (FCFS order and tie-breaks).
     seq: u64,
     queued_at: Nanos,
-    /// Reads: the newest acknowledged write version of each sector at arrival (audit).
+    /// Reads: per sector, the last-arriving acknowledged write at the read's arrival (audit).
     #[cfg(test)]
-    must_see: Vec<u64>,
+    must_see: Vec<Option<(Nanos, u64)>>,
 }
 
 /// A pending write of one piece: which copies hold its newest acknowledged data, and the
@@ -706,15 +706,19 @@ impl Array {
 
     /// Whether a write of `piece` must wait, with the pending entries it overlaps: behind an
     /// earlier waiting write that overlaps it, behind any overlapping pending write with
-    /// foreground writes, behind a partly overlapping one with delayed writes (the same
-    /// piece supersedes instead).
+    /// foreground writes, and with delayed writes behind a partly overlapping one or a write
+    /// of the same piece whose first copy is not yet written (once it is, the newer write
+    /// supersedes its propagation instead: two first copies in flight could leave the
+    /// acknowledged one's data on one copy while the table still trusts every copy).
     fn must_wait(&self, piece: &Piece) -> (bool, Vec<Key>) {
         let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
         let same = (piece.column, piece.offset, piece.sectors);
         let wait = self.blocked.iter().any(|(_, p, _)| overlaps(p, piece))
             || match self.writes {
                 WritePolicy::Foreground => !keys.is_empty(),
-                WritePolicy::Delayed => keys.iter().any(|k| *k != same),
+                WritePolicy::Delayed => keys
+                    .iter()
+                    .any(|k| *k != same || self.table.get(k).is_some_and(|e| e.acked != e.version)),
             };
         (wait, keys)
     }
@@ -1123,6 +1127,9 @@ impl Array {
                 self.promoted -= 1;
             }
             self.release_blocked(now);
+        } else if op.kind == Kind::FirstWrite {
+            // A newer write of the same piece may now supersede this one's propagation.
+            self.release_blocked(now);
         }
     }
 
@@ -1165,7 +1172,8 @@ impl Array {
             self.free_slots.push(slot_id);
             #[cfg(test)]
             if s.req.op == Op::Write {
-                self.audit.acked(s.req.lba, s.req.sectors, s.version);
+                self.audit
+                    .acked(s.req.lba, s.req.sectors, s.version, s.req.arrival, now);
             }
             self.actions.push_back(Action::Complete(Completion {
                 id: s.req.id,
@@ -1196,18 +1204,23 @@ fn overlaps(a: &Piece, b: &Piece) -> bool {
         && b.offset < a.offset + u64::from(a.sectors)
 }
 
-/// Test-only shadow of the data: which write version each physical sector holds, and the
-/// newest acknowledged version of each logical sector, to check that no read returns data
-/// older than the last acknowledged write.
+/// Test-only shadow of the data: which write each physical sector holds, and per logical
+/// sector the acknowledged write that arrived last, to check that no read returns data that
+/// was already superseded when the read arrived. Write X is superseded by write Y if X was
+/// acknowledged before Y arrived (X really precedes Y) and Y was acknowledged before the
+/// read arrived; writes that overlapped in time may be ordered either way.
 #[cfg(test)]
 mod audit {
     use crate::drive::Run;
+    use crate::Nanos;
     use std::collections::HashMap;
 
     #[derive(Default)]
     pub struct Audit {
         physical: HashMap<(usize, u64), u64>,
-        logical: HashMap<u64, u64>,
+        /// Per logical sector: (arrival, version) of the acknowledged write that arrived last.
+        logical: HashMap<u64, (Nanos, u64)>,
+        acked_at: HashMap<u64, Nanos>,
         pub reads_checked: u64,
         pub stale_reads: u64,
     }
@@ -1220,25 +1233,41 @@ mod audit {
                 }
             }
         }
-        pub fn acked(&mut self, lba: u64, sectors: u32, version: u64) {
+        pub fn acked(&mut self, lba: u64, sectors: u32, version: u64, arrival: Nanos, now: Nanos) {
+            self.acked_at.insert(version, now);
             for s in lba..lba + u64::from(sectors) {
-                let v = self.logical.entry(s).or_insert(0);
-                *v = (*v).max(version);
+                let e = self.logical.entry(s).or_insert((arrival, version));
+                if arrival >= e.0 {
+                    *e = (arrival, version);
+                }
             }
         }
-        pub fn acked_versions(&self, lba: u64, sectors: u32) -> Vec<u64> {
+        /// What a read of these sectors arriving now must not fall behind: per sector, the
+        /// arrival time of the last-arriving acknowledged write (None: never written).
+        pub fn acked_versions(&self, lba: u64, sectors: u32) -> Vec<Option<(Nanos, u64)>> {
             (lba..lba + u64::from(sectors))
-                .map(|s| self.logical.get(&s).copied().unwrap_or(0))
+                .map(|s| self.logical.get(&s).copied())
                 .collect()
         }
         /// The read's runs map in order onto its logical sectors.
-        pub fn check_read(&mut self, disk: usize, runs: &[Run], must_see: &[u64]) {
+        pub fn check_read(&mut self, disk: usize, runs: &[Run], must_see: &[Option<(Nanos, u64)>]) {
             self.reads_checked += 1;
             let held = runs
                 .iter()
                 .flat_map(|r| r.lba..r.lba + u64::from(r.sectors))
                 .map(|s| self.physical.get(&(disk, s)).copied().unwrap_or(0));
-            if held.zip(must_see).any(|(h, &want)| h < want) {
+            let stale = held.zip(must_see).any(|(held, want)| match *want {
+                None => false,
+                Some((_, v)) if v == held => false,
+                // The initial data, or a write acknowledged before the last one arrived.
+                Some((arrival, _)) => {
+                    self.acked_at
+                        .get(&held)
+                        .is_none_or(|&acked| acked < arrival)
+                        && (held == 0 || self.acked_at.contains_key(&held))
+                }
+            });
+            if stale {
                 self.stale_reads += 1;
             }
         }

@@ -9,24 +9,48 @@ fn array(disks: usize, policy: Policy) -> Array {
         .unwrap()
 }
 
-/// Runs the array to quiescence, returning completions in order.
+/// Runs the array to quiescence, returning completions in order. Host arrivals and disk
+/// completions are fed in time order.
 fn drain(a: &mut Array, reqs: &[HostRequest]) -> Vec<Completion> {
-    let mut heap = std::collections::BinaryHeap::new();
+    drain_with(a, reqs, &mut |_| None)
+}
+
+/// [`drain`], and `follow(c)` may issue one more request the instant `c` completes.
+fn drain_with(
+    a: &mut Array,
+    reqs: &[HostRequest],
+    follow: &mut dyn FnMut(&Completion) -> Option<HostRequest>,
+) -> Vec<Completion> {
+    use std::cmp::Reverse;
+    let mut disks = std::collections::BinaryHeap::new();
     let mut out = vec![];
-    for r in reqs {
-        a.handle(r.arrival, Event::Host(*r));
-    }
+    let mut next = reqs.iter().peekable();
     loop {
         while let Some(act) = a.poll_action() {
             match act {
-                Action::DiskBusy { disk, until } => heap.push(std::cmp::Reverse((until, disk))),
-                Action::Complete(c) => out.push(c),
+                Action::DiskBusy { disk, until } => disks.push(Reverse((until, disk))),
+                Action::Complete(c) => {
+                    if let Some(r) = follow(&c) {
+                        a.handle(c.done, Event::Host(r));
+                    }
+                    out.push(c);
+                }
             }
         }
-        let Some(std::cmp::Reverse((t, disk))) = heap.pop() else {
-            break;
+        let disk_t = disks.peek().map(|Reverse((t, _))| *t);
+        let host_first = match (next.peek(), disk_t) {
+            (None, None) => break,
+            (Some(r), Some(t)) => r.arrival <= t,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
         };
-        a.handle(t, Event::DiskDone { disk });
+        if host_first {
+            let r = next.next().expect("peeked");
+            a.handle(r.arrival, Event::Host(*r));
+        } else {
+            let Reverse((t, disk)) = disks.pop().expect("peeked");
+            a.handle(t, Event::DiskDone { disk });
+        }
     }
     out
 }
@@ -294,12 +318,30 @@ fn replicated_arrays_keep_their_invariants_under_random_traffic() {
                 }
             })
             .collect();
-        let out = drain(&mut a, &reqs);
+        // Half the acknowledged writes are read back at once, while their other copies
+        // are still being propagated.
+        let mut next_id = 400u64;
+        let mut follow_rng = Pcg64Mcg::seed_from_u64(case);
+        let mut follow = |c: &Completion| {
+            let r = (c.op == Op::Write && c.id < 400 && follow_rng.gen::<bool>()).then(|| {
+                let r = reqs[c.id as usize];
+                HostRequest {
+                    id: next_id,
+                    op: Op::Read,
+                    arrival: c.done,
+                    ..r
+                }
+            });
+            next_id += u64::from(r.is_some());
+            r
+        };
+        let out = drain_with(&mut a, &reqs, &mut follow);
+        let issued = next_id;
         let what =
             format!("case {case}: {ds}x{dr}x{dm} {placement:?} {writes:?} {policy} nvram {nvram}");
         let mut ids: Vec<_> = out.iter().map(|c| c.id).collect();
         ids.sort_unstable();
-        assert_eq!(ids, (0..400).collect::<Vec<_>>(), "{what}");
+        assert_eq!(ids, (0..issued).collect::<Vec<_>>(), "{what}");
         for c in &out {
             let b = c.breakdown;
             assert!(c.done >= c.arrival, "{what}");
