@@ -235,7 +235,6 @@ struct DiskOp {
     must_see: Vec<u64>,
 }
 
-
 /// A pending write of one piece: which copies hold its newest acknowledged data, and the
 /// operations still to run. An entry of the NVRAM table (delayed writes), or a write in
 /// flight (foreground writes).

@@ -37,7 +37,10 @@ impl Replicas {
     /// The copies `(replica number, first sector)`; at least one.
     pub fn from_list(list: Vec<(u8, Target)>) -> Replicas {
         assert!(!list.is_empty(), "a request has a copy");
-        assert!(list.len() <= MAX_REPLICAS, "more than {MAX_REPLICAS} replicas");
+        assert!(
+            list.len() <= MAX_REPLICAS,
+            "more than {MAX_REPLICAS} replicas"
+        );
         match list.as_slice() {
             [(0, t)] => Replicas::One(*t),
             _ => Replicas::Many(list.into_boxed_slice()),
