@@ -45,6 +45,10 @@ pub struct ValidateArgs {
     /// Print one JSON object per drive (one per line).
     #[arg(long)]
     json: bool,
+    /// Also write every request's measured and simulated service time to
+    /// `<drive>.requests.csv` in the --out folder.
+    #[arg(long, requires = "out")]
+    requests: bool,
 }
 
 /// One drive's result, as printed with `--json`.
@@ -69,7 +73,13 @@ struct Done {
     result: DriveResult,
     validation: Validation,
     disksim: Option<DiskSimCdfs>,
+    /// Per-request CSV (with `--requests`).
+    requests_csv: Option<String>,
 }
+
+/// The header of `<drive>.requests.csv`: one row per request in trace order.
+const REQUESTS_HEADER: &str =
+    "index,op,buffer,lbn,sectors,measured_ms,simulated_ms,simulated_minus_measured_ms,think_ms\n";
 
 /// Files of `dir` whose name ends with `.ext`, sorted.
 fn files_with(dir: &Path, ext: &str) -> anyhow::Result<Vec<PathBuf>> {
@@ -164,7 +174,7 @@ fn pick_model(dir: &Path, choice: Option<&str>) -> anyhow::Result<(Drive, String
     bail!("{}: {failure} (name a model with --drive)", dir.display())
 }
 
-fn validate_dir(dir: &Path, choice: Option<&str>) -> anyhow::Result<Done> {
+fn validate_dir(dir: &Path, choice: Option<&str>, per_request: bool) -> anyhow::Result<Done> {
     let name = dir_name(dir);
     let traces = files_with(dir, "trace")?;
     let trace_path = match traces.as_slice() {
@@ -179,8 +189,33 @@ fn validate_dir(dir: &Path, choice: Option<&str>) -> anyhow::Result<Done> {
     let count = count_records(&trace_path).map_err(|e| anyhow!(e))?;
     let shown = trace_path.display().to_string();
     let records = ValidateReader::new(open_input(&trace_path).map_err(|e| anyhow!(e))?);
-    let v = validate::replay(Arc::new(drive), records, Some(count), &mut |_, _| {})
-        .with_context(|| format!("{shown} on {model}"))?;
+    let mut rows = per_request.then(|| String::from(REQUESTS_HEADER));
+    let mut index = 0u64;
+    let v = validate::replay_observed(
+        Arc::new(drive),
+        records,
+        Some(count),
+        &mut |_, _| {},
+        &mut |r, service| {
+            if let Some(rows) = rows.as_mut() {
+                let sim = service.as_ms_f64();
+                let _ = writeln!(
+                    rows,
+                    "{index},{},{:?},{},{},{:.6},{:.6},{:.6},{:.6}",
+                    if r.op == spindle::Op::Read { "R" } else { "W" },
+                    r.buffer,
+                    r.lbn,
+                    r.sectors,
+                    r.measured_ms(),
+                    sim,
+                    sim - r.measured_ms(),
+                    r.think_us / 1000.0
+                );
+            }
+            index += 1;
+        },
+    )
+    .with_context(|| format!("{shown} on {model}"))?;
     let csv = dir.join("cdf_measured_vs_disksim.csv");
     let disksim = if csv.exists() {
         let text = std::fs::read_to_string(&csv).with_context(|| format!("{}", csv.display()))?;
@@ -205,6 +240,7 @@ fn validate_dir(dir: &Path, choice: Option<&str>) -> anyhow::Result<Done> {
         result,
         validation: v,
         disksim,
+        requests_csv: rows,
     })
 }
 
@@ -324,7 +360,7 @@ pub fn run(args: ValidateArgs, quiet: bool) -> anyhow::Result<()> {
     let mut done = Vec::with_capacity(dirs.len());
     for dir in &dirs {
         bar.set_message(format!("validating {}", dir_name(dir)));
-        done.push(validate_dir(dir, args.drive.as_deref())?);
+        done.push(validate_dir(dir, args.drive.as_deref(), args.requests)?);
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -338,6 +374,9 @@ pub fn run(args: ValidateArgs, quiet: bool) -> anyhow::Result<()> {
                 d.validation.cdf_csv().as_bytes(),
             )?;
             write_atomic(&out.join(format!("{stem}.cdf.svg")), svg(d).as_bytes())?;
+            if let Some(rows) = &d.requests_csv {
+                write_atomic(&out.join(format!("{stem}.requests.csv")), rows.as_bytes())?;
+            }
         }
     }
     let mut text = String::new();

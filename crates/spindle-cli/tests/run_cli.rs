@@ -398,3 +398,31 @@ fn a_dr_that_cannot_be_written_in_one_rotation_is_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn validate_writes_every_requests_times_on_request() {
+    let Some(dir) = shared("validation/disksim/hp_c2247a") else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let o = spindle(&[
+        "validate",
+        dir.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.path().to_str().unwrap(),
+        "--requests",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(out.path().join("hp_c2247a.requests.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("index,op,buffer,lbn,sectors,measured_ms,simulated_ms"));
+    assert_eq!(lines.len(), 1 + 9999, "a row per request");
+    assert!(
+        lines[1].starts_with("0,R,Miss,564347,2,14.095370,"),
+        "{}",
+        lines[1]
+    );
+    let o = spindle(&["validate", dir.to_str().unwrap(), "--requests"]);
+    assert_eq!(o.status.code(), Some(2), "--requests needs --out");
+}
