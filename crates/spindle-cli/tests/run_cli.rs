@@ -1,22 +1,8 @@
 //! The `spindle run`, `drives` and `bench` commands as a user runs them.
 
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn spindle(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_spindle"))
-        .args(args)
-        .output()
-        .expect("spindle runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{spindle, stderr, stdout};
 
 /// A small, fast experiment written to a temporary directory.
 fn experiment(dir: &Path, body: &str) -> String {

@@ -1,22 +1,8 @@
 //! `spindle sweep` as a user runs it: rows, agreement with `spindle run`, determinism, errors.
 
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn spindle(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_spindle"))
-        .args(args)
-        .output()
-        .expect("spindle runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{spindle, stderr, stdout};
 
 fn write(dir: &Path, name: &str, body: &str) -> String {
     let path = dir.join(name);

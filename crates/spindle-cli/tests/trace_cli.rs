@@ -1,25 +1,12 @@
 //! `spindle trace …` end to end: the built binary on the shared samples and on small fixtures.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+use common::{spindle, stderr, stdout};
+use std::process::Output;
 
 use spindle::workload::trace::{self, TraceFormat, TraceRecord};
 use spindle::{Nanos, Op};
-
-fn spindle(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_spindle"))
-        .args(args)
-        .output()
-        .expect("the spindle binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// `shared/traces/<rel>`, or `None` (with a message) when the shared folder is absent.
 fn shared(rel: &str) -> Option<String> {

@@ -217,8 +217,6 @@ struct DiskOp {
     /// The host request answered (all kinds but `Propagate`).
     slot: Option<usize>,
     piece: Piece,
-    /// The piece's first logical sector.
-    logical: u64,
     /// Copies eligible (reads, first writes) or to write (the others): bit m·Dr + k for
     /// replica k on the m-th disk of the mirror set.
     copies: u64,
@@ -270,11 +268,11 @@ pub struct Array {
     free_ops: Vec<usize>,
     table: BTreeMap<Key, Entry>,
     /// Entries in creation order, for the NVRAM limit (stale keys are skipped).
-    table_order: VecDeque<(Key, u64)>,
+    table_order: VecDeque<Key>,
     promoted: usize,
     longest_piece: u32,
-    /// Writes waiting for an overlapping pending write to finish: (slot, piece, logical).
-    blocked: VecDeque<(usize, Piece, u64)>,
+    /// Writes waiting for an overlapping pending write to finish: (slot, piece).
+    blocked: VecDeque<(usize, Piece)>,
     actions: VecDeque<Action>,
     /// Disks that are idle and may have work: dispatched when `actions` runs dry.
     to_dispatch: Vec<usize>,
@@ -493,14 +491,12 @@ impl Array {
             last_done: now,
             version: self.seq,
         });
-        let mut logical = req.lba;
         for &piece in &pieces {
             self.longest_piece = self.longest_piece.max(piece.sectors);
             match req.op {
-                Op::Read => self.accept_read(now, slot, piece, logical),
-                Op::Write => self.accept_write(now, slot, piece, logical),
+                Op::Read => self.accept_read(now, slot, piece),
+                Op::Write => self.accept_write(now, slot, piece),
             }
-            logical += u64::from(piece.sectors);
         }
         self.pieces = pieces;
     }
@@ -538,7 +534,7 @@ impl Array {
             .collect()
     }
 
-    fn accept_read(&mut self, now: Nanos, slot: usize, piece: Piece, logical: u64) {
+    fn accept_read(&mut self, now: Nanos, slot: usize, piece: Piece) {
         let all = self.copies_mask();
         // Entries never overlap one another (a partly overlapping write waits), so cutting
         // the read at entry boundaries leaves each part with one set of fresh copies.
@@ -576,12 +572,10 @@ impl Array {
                 .filter(|k| k.1 < w[1] && k.1 + u64::from(k.2) > w[0])
                 .fold(all, |m, k| m & self.table[k].fresh);
             debug_assert!(fresh != 0, "a piece with no fresh copy");
-            let part_logical = logical + (w[0] - piece.offset);
             let op = DiskOp {
                 kind: Kind::Read,
                 slot: Some(slot),
                 piece: part,
-                logical: part_logical,
                 copies: fresh,
                 holders: 0,
                 in_delayed: false,
@@ -589,7 +583,9 @@ impl Array {
                 seq: 0,
                 queued_at: now,
                 #[cfg(test)]
-                must_see: self.audit.acked_versions(part_logical, part.sectors),
+                must_see: self
+                    .audit
+                    .acked_versions(self.layout.logical_of(&part), part.sectors),
             };
             let id = self.new_op(op);
             self.dispatch_any(now, id);
@@ -682,13 +678,13 @@ impl Array {
         }
     }
 
-    fn accept_write(&mut self, now: Nanos, slot: usize, piece: Piece, logical: u64) {
+    fn accept_write(&mut self, now: Nanos, slot: usize, piece: Piece) {
         let copies = self.layout.replicas() * self.layout.mirrors();
         if copies == 1 {
             // One copy: nothing to keep consistent; the disk's queue orders it.
             let version = self.slots[slot].as_ref().expect("live slot").version;
             let d = self.layout.disks_of(piece.column).start;
-            self.queue_write_all(now, slot, piece, logical, version, (d, 0));
+            self.queue_write_all(now, slot, piece, version, (d, 0));
             return;
         }
         let (must_wait, keys) = self.must_wait(&piece);
@@ -698,10 +694,10 @@ impl Array {
             }
             // The host waits for this piece too.
             self.slots[slot].as_mut().expect("live slot").parts_left += 1;
-            self.blocked.push_back((slot, piece, logical));
+            self.blocked.push_back((slot, piece));
             return;
         }
-        self.start_write(now, slot, piece, logical);
+        self.start_write(now, slot, piece);
     }
 
     /// Whether a write of `piece` must wait, with the pending entries it overlaps: behind an
@@ -713,7 +709,7 @@ impl Array {
     fn must_wait(&self, piece: &Piece) -> (bool, Vec<Key>) {
         let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
         let same = (piece.column, piece.offset, piece.sectors);
-        let wait = self.blocked.iter().any(|(_, p, _)| overlaps(p, piece))
+        let wait = self.blocked.iter().any(|(_, p)| overlaps(p, piece))
             || match self.writes {
                 WritePolicy::Foreground => !keys.is_empty(),
                 WritePolicy::Delayed => keys
@@ -724,7 +720,7 @@ impl Array {
     }
 
     /// A write of one piece that may proceed (nothing partly overlapping is pending).
-    fn start_write(&mut self, now: Nanos, slot: usize, piece: Piece, logical: u64) {
+    fn start_write(&mut self, now: Nanos, slot: usize, piece: Piece) {
         let version = self.slots[slot].as_ref().expect("live slot").version;
         // A write that waited for an overlapping one has been queued since it arrived.
         let arrival = self.slots[slot].as_ref().expect("live slot").req.arrival;
@@ -732,7 +728,7 @@ impl Array {
         let all = self.copies_mask();
         match self.writes {
             WritePolicy::Foreground => {
-                let ops = self.write_all_now(arrival, slot, piece, logical, version);
+                let ops = self.write_all_now(arrival, slot, piece, version);
                 self.table.insert(
                     key,
                     Entry {
@@ -773,14 +769,13 @@ impl Array {
                             promoted: false,
                         },
                     );
-                    self.table_order.push_back((key, version));
+                    self.table_order.push_back(key);
                     self.enforce_nvram_limit();
                 }
                 let id = self.new_op(DiskOp {
                     kind: Kind::FirstWrite,
                     slot: Some(slot),
                     piece,
-                    logical,
                     copies: all,
                     holders: 0,
                     in_delayed: false,
@@ -807,13 +802,12 @@ impl Array {
         queued_at: Nanos,
         slot: usize,
         piece: Piece,
-        logical: u64,
         version: u64,
     ) -> Vec<usize> {
         let disks = self.layout.disks_of(piece.column);
         let mut ids = Vec::with_capacity(disks.len());
         for (m, d) in disks.enumerate() {
-            let id = self.queue_write_all(queued_at, slot, piece, logical, version, (d, m));
+            let id = self.queue_write_all(queued_at, slot, piece, version, (d, m));
             ids.push(id);
         }
         ids
@@ -826,7 +820,6 @@ impl Array {
         queued_at: Nanos,
         slot: usize,
         piece: Piece,
-        logical: u64,
         version: u64,
         (disk, m): (usize, usize),
     ) -> usize {
@@ -835,7 +828,6 @@ impl Array {
             kind: Kind::WriteAll,
             slot: Some(slot),
             piece,
-            logical,
             copies,
             holders: 1 << m,
             in_delayed: false,
@@ -910,7 +902,7 @@ impl Array {
     /// Beyond the NVRAM table's limit, the oldest entries' delayed writes go foreground.
     fn enforce_nvram_limit(&mut self) {
         while self.table.len() - self.promoted > self.nvram_entries {
-            let Some((key, _)) = self.table_order.pop_front() else {
+            let Some(key) = self.table_order.pop_front() else {
                 break;
             };
             if self.table.get(&key).is_some_and(|e| !e.promoted) {
@@ -1082,7 +1074,6 @@ impl Array {
                         kind: Kind::Propagate,
                         slot: None,
                         piece: op.piece,
-                        logical: op.logical,
                         copies,
                         holders: 1 << mi,
                         in_delayed: !promoted,
@@ -1139,12 +1130,12 @@ impl Array {
             return;
         }
         let waiting = std::mem::take(&mut self.blocked);
-        for (slot, piece, logical) in waiting {
+        for (slot, piece) in waiting {
             if self.must_wait(&piece).0 {
-                self.blocked.push_back((slot, piece, logical));
+                self.blocked.push_back((slot, piece));
             } else {
                 self.slots[slot].as_mut().expect("live slot").parts_left -= 1;
-                self.start_write(now, slot, piece, logical);
+                self.start_write(now, slot, piece);
             }
         }
     }

@@ -364,8 +364,9 @@ fn replicated_arrays_keep_their_invariants_under_random_traffic() {
     assert!(checked > 5_000, "reads audited: {checked}");
 }
 
-/// Every copy of a piece is written once the array is idle again: after writes and a
-/// quiet period, reads of each block can be served by every mirror and every replica.
+/// Every copy of a piece is written once the array is idle again: each spaced-out write
+/// on a 2x2x2 SR-Mirror costs its first copy, one propagation of the other replica on the
+/// same disk and one of both replicas on the mirror, and nothing is left pending.
 #[test]
 fn delayed_writes_reach_every_copy() {
     let mut a = layout_array(

@@ -26,7 +26,7 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
 
-pub use crate::sched::MAX_REPLICAS;
+use crate::sched::MAX_REPLICAS;
 
 /// How rotational replicas are placed (the (a), (b), (c)).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

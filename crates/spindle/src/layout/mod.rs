@@ -13,7 +13,7 @@
 
 mod band;
 
-pub use band::{Band, Placement, MAX_REPLICAS};
+pub use band::{Band, Placement};
 
 use crate::drive::Drive;
 use std::ops::Range;
@@ -217,6 +217,13 @@ impl Layout {
     /// The band: where a column's data and its replicas lie on each of its disks.
     pub fn band(&self) -> &Band {
         &self.band
+    }
+
+    /// The logical sector where `piece` begins (the inverse of [`Layout::pieces`]).
+    pub fn logical_of(&self, piece: &Piece) -> u64 {
+        let unit = piece.offset / self.stripe_unit;
+        let within = piece.offset % self.stripe_unit;
+        (unit * u64::from(self.columns) + u64::from(piece.column)) * self.stripe_unit + within
     }
 
     /// Splits `sectors` sectors from logical `lba` into pieces, appended to `out` in order.

@@ -48,6 +48,12 @@ fn striping_deals_stripe_units_round_robin() {
             },
         ]
     );
+    // Pieces map back to where they start.
+    let mut lba = 100;
+    for p in &out {
+        assert_eq!(l.logical_of(p), lba);
+        lba += u64::from(p.sectors);
+    }
     // Unit 4 is the second unit of column 0.
     out.clear();
     l.pieces(4 * 128 + 5, 1, &mut out);
