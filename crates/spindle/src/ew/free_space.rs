@@ -1,0 +1,1 @@
+//! The free-space index (being written).

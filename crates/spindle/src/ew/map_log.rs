@@ -1,0 +1,1 @@
+//! The map log (being written).
