@@ -255,7 +255,90 @@ pub struct DiskCounters {
     pub ops: u64,
     /// Delayed writes (replica propagations) served.
     pub propagations: u64,
+    /// Busy time spent appending the logical-to-physical map log and its checkpoints
+    /// (eager-writing arrays; part of the busy time).
+    pub map_logging: Span,
     pub sched: SchedStats,
+}
+
+/// What a driver needs of an array controller: the SR-Mirror family's [`Array`] and the
+/// eager-writing [`crate::ew::EwArray`] both are deterministic sans-I/O state machines fed
+/// with [`Engine::handle`] and drained with [`Engine::poll_action`] (see [`Array`]).
+pub trait Engine {
+    fn handle(&mut self, now: Nanos, ev: Event);
+    #[must_use]
+    fn poll_action(&mut self) -> Option<Action>;
+    /// Host requests accepted and not yet answered.
+    fn outstanding(&self) -> usize;
+    /// Logical capacity in sectors.
+    fn capacity_sectors(&self) -> u64;
+    fn disk_count(&self) -> usize;
+    fn sector_bytes(&self) -> u32;
+    /// Cumulative busy time of `disk` up to instant `t` (t ≥ the last event handled).
+    fn busy_until(&self, disk: usize, t: Nanos) -> Span;
+    fn counters(&self, disk: usize) -> DiskCounters;
+    /// Time to rebuild the controller's volatile state after a crash now (eager-writing
+    /// arrays: reading the map log), if it has any.
+    fn recovery_time(&self) -> Option<Span> {
+        None
+    }
+}
+
+impl<E: Engine + ?Sized> Engine for Box<E> {
+    fn handle(&mut self, now: Nanos, ev: Event) {
+        (**self).handle(now, ev)
+    }
+    fn poll_action(&mut self) -> Option<Action> {
+        (**self).poll_action()
+    }
+    fn outstanding(&self) -> usize {
+        (**self).outstanding()
+    }
+    fn capacity_sectors(&self) -> u64 {
+        (**self).capacity_sectors()
+    }
+    fn disk_count(&self) -> usize {
+        (**self).disk_count()
+    }
+    fn sector_bytes(&self) -> u32 {
+        (**self).sector_bytes()
+    }
+    fn busy_until(&self, disk: usize, t: Nanos) -> Span {
+        (**self).busy_until(disk, t)
+    }
+    fn counters(&self, disk: usize) -> DiskCounters {
+        (**self).counters(disk)
+    }
+    fn recovery_time(&self) -> Option<Span> {
+        (**self).recovery_time()
+    }
+}
+
+impl Engine for Array {
+    fn handle(&mut self, now: Nanos, ev: Event) {
+        Array::handle(self, now, ev)
+    }
+    fn poll_action(&mut self) -> Option<Action> {
+        Array::poll_action(self)
+    }
+    fn outstanding(&self) -> usize {
+        Array::outstanding(self)
+    }
+    fn capacity_sectors(&self) -> u64 {
+        Array::capacity_sectors(self)
+    }
+    fn disk_count(&self) -> usize {
+        Array::disk_count(self)
+    }
+    fn sector_bytes(&self) -> u32 {
+        self.drive.geometry().sector_bytes()
+    }
+    fn busy_until(&self, disk: usize, t: Nanos) -> Span {
+        Array::busy_until(self, disk, t)
+    }
+    fn counters(&self, disk: usize) -> DiskCounters {
+        Array::counters(self, disk)
+    }
 }
 
 pub struct Array {
@@ -420,6 +503,7 @@ impl Array {
         DiskCounters {
             ops: d.ops,
             propagations: d.propagations,
+            map_logging: Span::ZERO,
             sched: d.sched.stats(),
         }
     }

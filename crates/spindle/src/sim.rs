@@ -9,7 +9,7 @@
 //! here reads a clock or a file; progress is reported through a callback so a CLI can draw
 //! a bar, and [`run_observed`] hands every completion to a second callback.
 
-use crate::array::{Action, Array, Completion, Event, HostRequest};
+use crate::array::{Action, Completion, Engine, Event, HostRequest};
 use crate::metrics::{Collector, Report};
 use crate::workload::synthetic::Generator;
 use crate::{Nanos, Op, Span};
@@ -102,7 +102,7 @@ impl DiskEvents {
 
     /// Drains the array's actions: disk starts become pending completions; the first host
     /// completion is returned (the caller may answer it before the array dispatches again).
-    fn pump(&mut self, array: &mut Array) -> Option<Completion> {
+    fn pump(&mut self, array: &mut impl Engine) -> Option<Completion> {
         while let Some(action) = array.poll_action() {
             match action {
                 Action::DiskBusy { disk, until } => {
@@ -127,7 +127,7 @@ impl DiskEvents {
 /// Runs `workload` on `array` to completion. `progress(done, total)` is called every 2^14
 /// completions.
 pub fn run(
-    array: Array,
+    array: impl Engine,
     workload: Workload<'_>,
     window: Window,
     progress: &mut dyn FnMut(u64, Option<u64>),
@@ -138,7 +138,7 @@ pub fn run(
 /// [`run`], also handing every host completion (warm-up and cool-down included) to
 /// `on_complete` in completion order: `c.latency()` is the request's issue-to-completion time.
 pub fn run_observed(
-    mut array: Array,
+    mut array: impl Engine,
     workload: Workload<'_>,
     window: Window,
     progress: &mut dyn FnMut(u64, Option<u64>),
@@ -155,7 +155,7 @@ pub fn run_observed(
     let mut done = 0u64;
     let capacity = array.capacity_sectors();
 
-    let busy_snapshot = |a: &Array, t: Nanos| {
+    let busy_snapshot = |a: &dyn Engine, t: Nanos| {
         (0..a.disk_count())
             .map(|d| a.busy_until(d, t))
             .collect::<Vec<Span>>()
@@ -332,11 +332,17 @@ pub fn run_observed(
     );
     progress(done, total);
     let end_busy = busy_snapshot(&array, Nanos::MAX);
-    let counters = (0..array.disk_count()).map(|d| array.counters(d)).collect();
-    Ok(collector.finish(
-        end_busy,
-        counters,
-        array.drive().geometry().sector_bytes(),
-        issued,
-    ))
+    let busy: u64 = end_busy.iter().map(|b| b.0).sum();
+    let counters: Vec<_> = (0..array.disk_count()).map(|d| array.counters(d)).collect();
+    let logging: u64 = counters.iter().map(|c| c.map_logging.0).sum();
+    let mut report = collector.finish(end_busy, counters, array.sector_bytes(), issued);
+    if let Some(t) = array.recovery_time() {
+        report.map_recovery_ms = Some(t.as_ms_f64());
+        report.map_logging_share = Some(if busy == 0 {
+            0.0
+        } else {
+            logging as f64 / busy as f64
+        });
+    }
+    Ok(report)
 }

@@ -141,6 +141,7 @@ impl Collector {
                     },
                     aged_picks: c.sched.aged_picks,
                     propagations: c.propagations,
+                    map_logging_ms: c.map_logging.as_ms_f64(),
                 }
             })
             .collect();

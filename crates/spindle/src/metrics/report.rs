@@ -68,6 +68,8 @@ pub struct DiskReport {
     pub aged_picks: u64,
     /// Delayed writes (replica propagations) served, whole run; included in `ops`.
     pub propagations: u64,
+    /// Busy time appending the map log and its checkpoints (eager-writing arrays), whole run.
+    pub map_logging_ms: f64,
 }
 
 /// The report of one run.
@@ -89,6 +91,14 @@ pub struct Report {
     pub latency: Latencies,
     pub breakdown_ms: BreakdownMs,
     pub disks: Vec<DiskReport>,
+    /// Eager-writing arrays: the share of all disks' busy time (whole run) spent on map
+    /// logging (the EW-Array paper's "overhead due to the maintenance of the map", 5.2.2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub map_logging_share: Option<f64>,
+    /// Eager-writing arrays: how long rebuilding the logical-to-physical map would take
+    /// after a crash at the end of the run (reading the map log region, replaying NVRAM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub map_recovery_ms: Option<f64>,
     /// Further configurations of the same experiment (`[[compare]]`), each a full report.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub compare: Vec<Report>,
