@@ -5,7 +5,9 @@
 //! Keys are documented in `docs/experiment.md`. The core never opens files: the caller passes
 //! a `read_file` function used for drive files and traces named by an experiment.
 
-use crate::array::{Array, ArrayConfig, HostRequest, WritePolicy, DEFAULT_NVRAM_ENTRIES};
+use crate::array::{Array, ArrayConfig, Engine, HostRequest, WritePolicy, DEFAULT_NVRAM_ENTRIES};
+use crate::ew::map_log::{MapLogConfig, DEFAULT_NVRAM_BYTES, DEFAULT_PORTIONS};
+use crate::ew::{EwArray, EwConfig, EwPolicy, EwShape};
 use crate::drive::{builtin_drive, parse_drive, Drive};
 use crate::layout::{Layout, LayoutConfig, Placement, Shape};
 use crate::metrics::Report;
@@ -66,9 +68,10 @@ pub struct ArraySpec {
     pub disks: Option<u32>,
     #[serde(default)]
     pub layout: LayoutName,
-    /// Striping degree Ds, rotational replicas Dr, mirrors Dm (dissertation 2.3.4).
+    /// Striping degree Ds, rotational replicas Dr, mirrors Dm (dissertation 2.3.4). For the
+    /// eager-writing layouts Ds may be fractional (Ds·Dd whole).
     #[serde(default)]
-    pub ds: Option<u32>,
+    pub ds: Option<f64>,
     #[serde(default)]
     pub dr: Option<u32>,
     #[serde(default)]
@@ -85,8 +88,21 @@ pub struct ArraySpec {
     /// dissertation's "D disks hold one disk's worth of data"), the whole array for JBOD.
     #[serde(default)]
     pub data_set_bytes: Option<u64>,
-    #[serde(default = "fcfs")]
-    pub scheduler: Policy,
+    /// Eager-writing layouts: the dilution Dd = 1 / utilisation (EW-Array paper, 3.1).
+    #[serde(default)]
+    pub dd: Option<f64>,
+    /// Eager-writing layouts: copies written before a write is answered (1 or 2).
+    #[serde(default)]
+    pub sync_copies: Option<u32>,
+    /// Eager-writing layouts: NVRAM buffering logical-to-physical map updates (bytes).
+    #[serde(default = "map_nvram_default")]
+    pub map_nvram_bytes: u64,
+    /// Eager-writing layouts: portions M the map is checkpointed in.
+    #[serde(default = "map_portions_default")]
+    pub map_portions: u32,
+    /// Absent: FCFS, or SATF-EW for the eager-writing layouts.
+    #[serde(default)]
+    pub scheduler: Option<SchedulerName>,
     /// Serve a request first once it has waited this long (ms); absent: no bound.
     #[serde(default)]
     pub age_bound_ms: Option<f64>,
@@ -109,6 +125,45 @@ pub enum LayoutName {
     StripedMirror,
     SrArray,
     SrMirror,
+    /// Eager-writing array Dm × Ds × Dd (EW-Array paper).
+    EwArray,
+    /// Doubly Distorted Mirror (EW-Array paper, 6.2).
+    #[serde(alias = "doubly-distorted-mirror")]
+    Ddm,
+}
+
+/// A scheduling policy by name: a disk policy of [`Policy`] or an eager-writing one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SchedulerName {
+    Disk(Policy),
+    Eager(EwPolicy),
+}
+
+impl std::fmt::Display for SchedulerName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SchedulerName::Disk(p) => p.fmt(f),
+            SchedulerName::Eager(p) => p.fmt(f),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SchedulerName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        let value = toml::Value::String(name.clone());
+        if let Ok(p) = value.clone().try_into::<Policy>() {
+            return Ok(SchedulerName::Disk(p));
+        }
+        if let Ok(p) = value.try_into::<EwPolicy>() {
+            return Ok(SchedulerName::Eager(p));
+        }
+        Err(serde::de::Error::custom(format!(
+            "unknown scheduler {name:?}; expected one of fcfs, sstf, scan, look (rlook), \
+             c-look, satf (rsatf), and for eager-writing layouts write-first, read-first, \
+             satf-ew, freebw-satf, freebw-scan, freebw-hybrid"
+        )))
+    }
 }
 
 impl LayoutName {
@@ -121,7 +176,14 @@ impl LayoutName {
             LayoutName::StripedMirror => "striped-mirror",
             LayoutName::SrArray => "sr-array",
             LayoutName::SrMirror => "sr-mirror",
+            LayoutName::EwArray => "ew-array",
+            LayoutName::Ddm => "ddm",
         }
+    }
+
+    /// The eager-writing layouts.
+    pub fn is_eager(self) -> bool {
+        matches!(self, LayoutName::EwArray | LayoutName::Ddm)
     }
 }
 
@@ -135,8 +197,11 @@ fn nvram_default() -> usize {
 fn one_u32() -> u32 {
     1
 }
-fn fcfs() -> Policy {
-    Policy::Fcfs
+fn map_nvram_default() -> u64 {
+    DEFAULT_NVRAM_BYTES
+}
+fn map_portions_default() -> u32 {
+    DEFAULT_PORTIONS
 }
 fn yes() -> bool {
     true
@@ -155,7 +220,11 @@ impl Default for ArraySpec {
             writes: WritePolicy::default(),
             nvram_entries: nvram_default(),
             data_set_bytes: None,
-            scheduler: Policy::Fcfs,
+            dd: None,
+            sync_copies: None,
+            map_nvram_bytes: map_nvram_default(),
+            map_portions: map_portions_default(),
+            scheduler: None,
             age_bound_ms: None,
             random_phase: true,
         }
@@ -656,7 +725,25 @@ impl Experiment {
                 v => Ok(v),
             }
         };
-        let (ds, dr, dm) = (dim("ds", a.ds)?, dim("dr", a.dr)?, dim("dm", a.dm)?);
+        if a.layout.is_eager() {
+            return Err(self.error(
+                "array.layout",
+                format!("\"{}\" is an eager-writing layout, not Ds x Dr x Dm", a.layout.name()),
+            ));
+        }
+        let ds = match a.ds {
+            Some(v) if v.fract() != 0.0 || !(0.0..=f64::from(u32::MAX)).contains(&v) => {
+                return Err(self.error(
+                    "array.ds",
+                    format!(
+                        "must be a whole number for layout \"{}\", got {v}",
+                        a.layout.name()
+                    ),
+                ))
+            }
+            v => v.map(|v| v as u32),
+        };
+        let (ds, dr, dm) = (dim("ds", ds)?, dim("dr", a.dr)?, dim("dm", a.dm)?);
         let disks = match a.disks {
             Some(d) if !(1..=MAX_DISKS).contains(&d) => {
                 return Err(self.error(
@@ -687,6 +774,7 @@ impl Experiment {
             LayoutName::StripedMirror => [None, Some(1), None],
             LayoutName::SrArray => [None, None, Some(1)],
             LayoutName::SrMirror => [None, None, None],
+            LayoutName::EwArray | LayoutName::Ddm => unreachable!("handled above"),
         };
         let names = ["ds", "dr", "dm"];
         let mut dims = [ds, dr, dm];
@@ -749,6 +837,100 @@ impl Experiment {
         Ok(shape)
     }
 
+    /// An eager-writing layout's shape Dm × Ds × Dd from `[array]`: all three given, or two
+    /// and `disks` (D = Dm·Ds·Dd).
+    pub fn ew_shape(&self) -> Result<EwShape, ConfigError> {
+        let a = &self.spec.array;
+        let ddm = a.layout == LayoutName::Ddm;
+        if a.dr.is_some() {
+            return Err(self.error(
+                "array.dr",
+                "eager-writing layouts have no rotational replicas (Dr)",
+            ));
+        }
+        let positive = |key: &str, v: Option<f64>| -> Result<Option<f64>, ConfigError> {
+            match v {
+                Some(x) if !(x.is_finite() && x > 0.0) => {
+                    Err(self.error(&format!("array.{key}"), format!("must be > 0, got {x}")))
+                }
+                v => Ok(v),
+            }
+        };
+        let mut dm = a.dm.map(f64::from);
+        if ddm {
+            match a.dm {
+                Some(v) if v != 2 => {
+                    return Err(self.error(
+                        "array.dm",
+                        format!("is 2 for layout \"ddm\", got {v}"),
+                    ))
+                }
+                _ => dm = Some(2.0),
+            }
+        }
+        let mut dims = [positive("dm", dm)?, positive("ds", a.ds)?, positive("dd", a.dd)?];
+        let names = ["dm", "ds", "dd"];
+        let missing: Vec<usize> = (0..3).filter(|&i| dims[i].is_none()).collect();
+        match (missing.as_slice(), a.disks) {
+            ([], _) => {}
+            ([i], Some(d)) => {
+                let known: f64 = dims.iter().flatten().product();
+                dims[*i] = Some(f64::from(d) / known);
+            }
+            (m, _) => {
+                let keys: Vec<String> = m.iter().map(|&i| format!("array.{}", names[i])).collect();
+                return Err(self.error(
+                    "array.layout",
+                    format!(
+                        "give {}{}",
+                        keys.join(" and "),
+                        if m.len() == 1 { " or array.disks" } else { "" }
+                    ),
+                ));
+            }
+        }
+        let [dm, ds, dd] = dims.map(|d| d.expect("every dimension resolved"));
+        if dm.fract() != 0.0 || dm < 1.0 {
+            return Err(self.error(
+                "array.dm",
+                format!("must be a whole number of replicas >= 1, got {dm}"),
+            ));
+        }
+        if !(dd > 1.0) {
+            return Err(self.error(
+                "array.dd",
+                format!("must be > 1 (the dilution 1/utilisation: eager writing needs free blocks), got {dd}"),
+            ));
+        }
+        let shape = EwShape {
+            dm: dm as u32,
+            ds,
+            dd,
+            ddm,
+        };
+        let total = shape.disks().ok_or_else(|| {
+            self.error(
+                "array.dd",
+                format!("Ds x Dd = {ds} x {dd} = {} must be a whole number of disks", ds * dd),
+            )
+        })?;
+        if let Some(d) = a.disks {
+            if d != total {
+                return Err(self.error(
+                    "array.disks",
+                    format!("{d} disks, but Dm x Ds x Dd = {dm} x {ds} x {dd} = {total}"),
+                ));
+            }
+        }
+        if total > MAX_DISKS {
+            return Err(self.error(
+                "array.layout",
+                format!("{total} disks; at most {MAX_DISKS}"),
+            ));
+        }
+        Ok(shape)
+    }
+
     /// Checks every variant as [`Experiment::run_with`] would before simulating (the drive,
     /// the array, the workload, opening its trace, the measurement window), without running.
     pub fn check(
@@ -772,6 +954,8 @@ impl Experiment {
     ) -> Result<Report, ConfigError> {
         let Prepared {
             array,
+            layout_label,
+            scheduler_label,
             workload,
             window,
             drive_id,
@@ -784,21 +968,14 @@ impl Experiment {
             "workload.trace.path"
         };
         let array_disks = array.disk_count();
-        let layout = describe_layout(&array, s.array.writes);
-        // With rotational replicas LOOK and SATF are the dissertation's RLOOK and RSATF.
-        let scheduler = match (array.layout().replicas() > 1, s.array.scheduler) {
-            (true, Policy::Look) => "rlook".to_string(),
-            (true, Policy::Satf) => "rsatf".to_string(),
-            (_, p) => p.to_string(),
-        };
         let mut report = sim::run(array, workload, window, progress).map_err(|e| match e {
             SimError::Workload(m) => self.error(trace_key, m),
             other => self.error("workload", other.to_string()),
         })?;
         report.drive = drive_id;
         report.disks_count = array_disks;
-        report.layout = layout;
-        report.scheduler = scheduler;
+        report.layout = layout_label;
+        report.scheduler = scheduler_label;
         report.workload = workload_label;
         report.seed = s.seed;
         Ok(report)
@@ -815,7 +992,6 @@ impl Experiment {
         let drive =
             resolve_drive(&s.drive.model, read_file).map_err(|m| self.error("drive.model", m))?;
         let a = &s.array;
-        let shape = self.shape()?;
         if a.nvram_entries == 0 {
             return Err(self.error("array.nvram_entries", "must be >= 1"));
         }
@@ -828,33 +1004,117 @@ impl Experiment {
         };
         let sector_bytes = u64::from(drive.geometry().sector_bytes());
         let per_disk = drive.capacity_sectors();
-        let layout = Layout::new(
-            &drive,
-            &LayoutConfig {
-                shape,
-                stripe_unit_bytes: a.stripe_unit_bytes,
-                placement: a.placement,
-                data_set_bytes: a.data_set_bytes,
-                seed: s.seed,
-            },
-        )
-        .map_err(|e| self.error("array", e.0))?;
         let drive = Arc::new(drive);
-        let array = Array::new(
-            drive.clone(),
-            &ArrayConfig {
-                layout: Some(layout),
-                disks: shape.disks() as usize,
-                policy: a.scheduler,
-                age_bound,
-                random_phase: a.random_phase,
-                noise: s.drive.noise,
-                seed: s.seed,
-                writes: a.writes,
-                nvram_entries: a.nvram_entries,
-            },
-        )
-        .map_err(|e| self.error("array", e.0))?;
+        // (the controller, JBOD disks a trace's devices may map to, layout and scheduler as
+        // the report names them)
+        let (array, jbod_disks, layout_label, scheduler_label): (Box<dyn Engine>, _, _, _) =
+            if a.layout.is_eager() {
+                let shape = self.ew_shape()?;
+                let policy = match a.scheduler {
+                    None => EwPolicy::SatfEw,
+                    Some(SchedulerName::Eager(p)) => p,
+                    Some(SchedulerName::Disk(p)) => {
+                        return Err(self.error(
+                            "array.scheduler",
+                            format!(
+                                "{p} is not an eager-writing policy; {} needs write-first, \
+                                 read-first, satf-ew, freebw-satf, freebw-scan or freebw-hybrid",
+                                a.layout.name()
+                            ),
+                        ))
+                    }
+                };
+                let sync_copies = a.sync_copies.unwrap_or(if shape.ddm { 2 } else { 1 });
+                let ew = EwArray::new(
+                    drive.clone(),
+                    &EwConfig {
+                        shape,
+                        stripe_unit_bytes: a.stripe_unit_bytes,
+                        data_set_bytes: a.data_set_bytes,
+                        sync_copies,
+                        policy,
+                        age_bound,
+                        random_phase: a.random_phase,
+                        noise: s.drive.noise,
+                        seed: s.seed,
+                        nvram_entries: a.nvram_entries,
+                        map: MapLogConfig {
+                            nvram_bytes: a.map_nvram_bytes,
+                            portions: a.map_portions,
+                            sector_bytes: drive.geometry().sector_bytes(),
+                        },
+                    },
+                )
+                .map_err(|m| self.error("array", m))?;
+                let label = format!("{} sync-{sync_copies}", shape.describe());
+                (Box::new(ew), None, label, policy.to_string())
+            } else {
+                for (key, given) in [
+                    ("array.dd", a.dd.is_some()),
+                    ("array.sync_copies", a.sync_copies.is_some()),
+                ] {
+                    if given {
+                        return Err(self.error(
+                            key,
+                            format!(
+                                "applies to the eager-writing layouts (ew-array, ddm), not \"{}\"",
+                                a.layout.name()
+                            ),
+                        ));
+                    }
+                }
+                let shape = self.shape()?;
+                let policy = match a.scheduler {
+                    None => Policy::Fcfs,
+                    Some(SchedulerName::Disk(p)) => p,
+                    Some(SchedulerName::Eager(p)) => {
+                        return Err(self.error(
+                            "array.scheduler",
+                            format!(
+                                "{p} is an eager-writing policy: it needs layout ew-array or ddm"
+                            ),
+                        ))
+                    }
+                };
+                let layout = Layout::new(
+                    &drive,
+                    &LayoutConfig {
+                        shape,
+                        stripe_unit_bytes: a.stripe_unit_bytes,
+                        placement: a.placement,
+                        data_set_bytes: a.data_set_bytes,
+                        seed: s.seed,
+                    },
+                )
+                .map_err(|e| self.error("array", e.0))?;
+                let array = Array::new(
+                    drive.clone(),
+                    &ArrayConfig {
+                        layout: Some(layout),
+                        disks: shape.disks() as usize,
+                        policy,
+                        age_bound,
+                        random_phase: a.random_phase,
+                        noise: s.drive.noise,
+                        seed: s.seed,
+                        writes: a.writes,
+                        nvram_entries: a.nvram_entries,
+                    },
+                )
+                .map_err(|e| self.error("array", e.0))?;
+                let label = describe_layout(&array, a.writes);
+                // With rotational replicas LOOK and SATF are the dissertation's RLOOK and RSATF.
+                let sched = match (array.layout().replicas() > 1, policy) {
+                    (true, Policy::Look) => "rlook".to_string(),
+                    (true, Policy::Satf) => "rsatf".to_string(),
+                    (_, p) => p.to_string(),
+                };
+                let jbod = match shape {
+                    Shape::Jbod { disks } => Some(disks),
+                    Shape::SrMirror { .. } => None,
+                };
+                (Box::new(array), jbod, label, sched)
+            };
         let capacity_bytes = array.capacity_sectors() * sector_bytes;
         let w = &s.workload;
         let r = &s.run;
@@ -957,9 +1217,9 @@ impl Experiment {
                     ));
                 }
                 // A JBOD's devices may map to its disks; any other layout is one volume.
-                let (devices, device_sectors) = match shape {
-                    Shape::Jbod { disks } => (disks, per_disk),
-                    Shape::SrMirror { .. } => (1, array.capacity_sectors()),
+                let (devices, device_sectors) = match jbod_disks {
+                    Some(disks) => (disks, per_disk),
+                    None => (1, array.capacity_sectors()),
                 };
                 let (arrivals, count) =
                     open_trace(t, drive.geometry().sector_bytes(), devices, device_sectors)
@@ -1006,6 +1266,8 @@ impl Experiment {
         };
         Ok(Prepared {
             array,
+            layout_label,
+            scheduler_label,
             workload,
             window: Window { warmup, cooldown },
             drive_id: drive.id.clone(),
@@ -1100,7 +1362,9 @@ fn describe_layout(array: &Array, writes: WritePolicy) -> String {
 }
 
 struct Prepared {
-    array: Array,
+    array: Box<dyn Engine>,
+    layout_label: String,
+    scheduler_label: String,
     workload: Workload<'static>,
     window: Window,
     drive_id: String,

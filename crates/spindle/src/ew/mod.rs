@@ -5,6 +5,13 @@
 //!   answering "which free block does the head reach soonest".
 //! - [`map_log`]: the logical-to-physical map's persistence (5.2): NVRAM, the map log
 //!   region, incremental checkpoints in M portions, and recovery.
+//! - [`sched`]: the eager-writing schedulers of one disk (section 4).
+//! - [`array`]: the array controller (4.5), and the Doubly Distorted Mirror.
 
+pub mod array;
 pub mod free_space;
 pub mod map_log;
+pub mod sched;
+
+pub use array::{EwArray, EwConfig, EwShape};
+pub use sched::EwPolicy;

@@ -1,0 +1,1470 @@
+//! The eager-writing array controller: EW-Array Dm × Ds × Dd and the Doubly Distorted
+//! Mirror (EW-Array paper, sections 2.3, 3.4, 4.5, 5.2, 6.2). A sans-I/O state machine
+//! with the call order of [`crate::array::Array`]: [`Engine::handle`], then drain
+//! [`Engine::poll_action`].
+//!
+//! **Shape.** D = Dm·Ds·Dd disks in Dm groups (replicas) of N = Ds·Dd disks; Ds and Dd may
+//! be fractional as long as N is whole. Each replica stripes the data set (stripe unit,
+//! default 64 KiB) over its group's N disks: logical block b lives on column c of every
+//! group. On each disk the column's blocks occupy a band of the outer tracks Dd times
+//! their size (1/Ds of the disk for a data set of one disk), so utilisation is 1/Dd.
+//! Blocks are 4 KiB; initially a column's blocks are spread evenly over the band.
+//!
+//! **Writes** (4.5) are eager: a write goes to the idle candidate disk (one per group)
+//! whose head is closest to a free extent, else to the shortest queue, and its disk's
+//! scheduler places it in the free extent it chooses. One or two copies are written
+//! before the host is answered (`sync_copies`); the other groups' copies become delayed
+//! writes, also eager, in per-disk queues served when the foreground queue is empty. At
+//! most `nvram_entries` blocks wait for propagation (the paper's 10,000-block buffer);
+//! beyond, the oldest propagations move to the foreground. A newer write of a block makes
+//! its older pending propagation obsolete: cancelled if nothing else rides on it, its stale
+//! block released otherwise. A block's previous locations are freed once the map points
+//! elsewhere (a location a queued read still needs is freed after the read).
+//!
+//! **Reads** go to the idle disk whose head is closest to a copy holding the last
+//! acknowledged data, else duplicates enter every such disk's queue and the others are
+//! withdrawn when one starts.
+//!
+//! **Map** (5.2): every location change is recorded by [`MapLog`] (NVRAM, then appends to
+//! a map log region after disk 0's band, with incremental checkpoints). The appends are
+//! disk writes in disk 0's foreground queue; their busy time is reported as map logging.
+//! When NVRAM is full the write whose update cannot be recorded waits for an append.
+//!
+//! **Doubly Distorted Mirror** (6.2, 6.5): Dm = 2, both copies eager-written
+//! synchronously; each block has a fixed home on one of the two disks (alternating by
+//! stripe unit), and its copy there is moved home in the background (a delayed write to
+//! the home location; the eager copy is freed after). Reads use either copy.
+
+use super::free_space::{BlockId, FreeSpace, Sweep};
+use super::map_log::{Append, L2pMap, MapLog, MapLogConfig};
+use super::sched::{EwPick, EwPolicy, EwQueue, EwRequest, Work};
+use crate::array::{Action, Breakdown, Completion, DiskCounters, Engine, Event, HostRequest};
+use crate::drive::{Access, Drive, HeadState, Transfer};
+use crate::{Nanos, Op, Span};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+
+/// The EW-Array paper's block (5.2.1).
+pub const BLOCK_BYTES: u64 = 4096;
+/// The longest eager write one command moves (longer writes are cut).
+const MAX_EXTENT_BLOCKS: u32 = 16;
+
+/// Dm × Ds × Dd, or the Doubly Distorted Mirror.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct EwShape {
+    pub dm: u32,
+    pub ds: f64,
+    pub dd: f64,
+    pub ddm: bool,
+}
+
+impl EwShape {
+    /// N = Ds·Dd, the disks each replica stripes over, if whole.
+    pub fn per_replica(&self) -> Option<u32> {
+        let n = self.ds * self.dd;
+        let r = n.round();
+        ((n - r).abs() < 1e-6 && r >= 1.0 && r <= f64::from(u32::MAX)).then_some(r as u32)
+    }
+
+    pub fn disks(&self) -> Option<u32> {
+        self.per_replica()?.checked_mul(self.dm)
+    }
+
+    /// `ew-array 2x9x2` (Dm x Ds x Dd, the paper's order), `ddm 2x9x2`.
+    pub fn describe(&self) -> String {
+        let kind = if self.ddm { "ddm" } else { "ew-array" };
+        format!("{kind} {}x{}x{}", self.dm, self.ds, self.dd)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct EwConfig {
+    pub shape: EwShape,
+    pub stripe_unit_bytes: u64,
+    /// Absent: one disk's capacity.
+    pub data_set_bytes: Option<u64>,
+    /// Copies written before the host is answered: 1 or 2.
+    pub sync_copies: u32,
+    pub policy: EwPolicy,
+    pub age_bound: Option<Span>,
+    pub random_phase: bool,
+    pub noise: bool,
+    pub seed: u64,
+    /// Blocks that may wait for background propagation.
+    pub nvram_entries: usize,
+    pub map: MapLogConfig,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    Read,
+    /// A synchronous eager copy.
+    Write,
+    /// A delayed eager copy.
+    Propagate,
+    /// DDM: a copy moved to its home location.
+    Home,
+    /// A map log append (its id in [`MapLog`]).
+    MapAppend(u64),
+}
+
+struct DiskOp {
+    kind: Kind,
+    slot: Option<usize>,
+    group: Option<usize>,
+    /// Logical blocks `block .. block + blocks`.
+    block: u32,
+    blocks: u32,
+    version: u64,
+    /// Reads: (group, first physical block) of each copy it may be served from; Home: the
+    /// home location; MapAppend: none.
+    locs: Vec<(u32, BlockId)>,
+    /// Disks whose queues hold the operation.
+    holders: Vec<usize>,
+    /// MapAppend: the LBA range.
+    lba: u64,
+    sectors: u32,
+    seq: u64,
+    queued_at: Nanos,
+    in_delayed: bool,
+    promoted: bool,
+    started: bool,
+    /// Propagate/Home: blocks whose version is still the newest acknowledged.
+    live: u32,
+}
+
+struct InFlight {
+    op: usize,
+    access: Access,
+    extent: Option<(BlockId, u32)>,
+}
+
+struct Disk {
+    head: HeadState,
+    free: FreeSpace,
+    fg: EwQueue,
+    delayed: EwQueue,
+    busy: Option<InFlight>,
+    rng: Pcg64Mcg,
+    busy_ns: u64,
+    map_ns: u64,
+    ops: u64,
+    propagations: u64,
+    /// DDM: the home locations on this disk (never free).
+    home: Vec<u64>,
+}
+
+struct HostSlot {
+    req: HostRequest,
+    parts_left: u32,
+    breakdown: Breakdown,
+    last_done: Nanos,
+}
+
+/// The synchronous copies of one chunk of a host write.
+struct Group {
+    slot: usize,
+    block: u32,
+    blocks: u32,
+    version: u64,
+    left: u32,
+    /// Groups (replicas) written.
+    written: u64,
+}
+
+/// A block with writes in flight or copies to propagate.
+struct BlockState {
+    /// The newest write accepted.
+    newest: u64,
+    /// The newest write acknowledged.
+    acked: u64,
+    /// The version each replica's mapped location holds.
+    ver: Vec<u64>,
+    /// Operations writing this block not yet finished.
+    inflight: u32,
+    /// Pending propagations and home moves.
+    props: Vec<usize>,
+}
+
+/// A write whose map update waits for NVRAM room: (op, disk, extent, blocks applied).
+struct Stalled {
+    op: usize,
+    disk: usize,
+    extent: (BlockId, u32),
+    done: u32,
+    access: Access,
+}
+
+pub struct EwArray {
+    drive: Arc<Drive>,
+    shape: EwShape,
+    n: u32,
+    dm: u32,
+    unit_blocks: u32,
+    block_sectors: u32,
+    logical_blocks: u32,
+    sync_copies: u32,
+    disks: Vec<Disk>,
+    map: MapLog,
+    log_lba: u64,
+    slots: Vec<Option<HostSlot>>,
+    free_slots: Vec<usize>,
+    ops: Vec<Option<DiskOp>>,
+    free_ops: Vec<usize>,
+    groups: Vec<Option<Group>>,
+    free_groups: Vec<usize>,
+    table: BTreeMap<u32, BlockState>,
+    pins: BTreeMap<(usize, BlockId), u32>,
+    zombies: BTreeSet<(usize, BlockId)>,
+    pending_blocks: usize,
+    /// Pending blocks whose propagation was moved to the foreground.
+    promoted_blocks: usize,
+    nvram_entries: usize,
+    map_cfg: MapLogConfig,
+    prop_order: VecDeque<usize>,
+    stalled: VecDeque<Stalled>,
+    actions: VecDeque<Action>,
+    to_dispatch: Vec<usize>,
+    now: Nanos,
+    version: u64,
+    seq: u64,
+    noise: bool,
+    #[cfg(test)]
+    pub(crate) audit: audit::Audit,
+}
+
+/// Where each logical block lives by column: `(column, index within the column)`.
+fn column_of(b: u32, unit: u32, n: u32) -> (u32, u32) {
+    let stripe = b / unit;
+    (stripe % n, (stripe / n) * unit + b % unit)
+}
+
+impl EwArray {
+    pub fn new(drive: Arc<Drive>, cfg: &EwConfig) -> Result<EwArray, String> {
+        let s = cfg.shape;
+        if s.dm == 0 {
+            return Err("Dm must be >= 1".into());
+        }
+        if !(s.dd.is_finite() && s.dd > 1.0) {
+            return Err(format!(
+                "Dd = {} leaves no free blocks for eager writing: it must be > 1",
+                s.dd
+            ));
+        }
+        if !(s.ds.is_finite() && s.ds > 0.0) {
+            return Err(format!("Ds must be > 0, got {}", s.ds));
+        }
+        let n = s.per_replica().ok_or_else(|| {
+            format!(
+                "Ds x Dd = {} x {} = {} must be a whole number of disks",
+                s.ds,
+                s.dd,
+                s.ds * s.dd
+            )
+        })?;
+        if s.ddm && s.dm != 2 {
+            return Err(format!(
+                "a Doubly Distorted Mirror has Dm = 2, got {}",
+                s.dm
+            ));
+        }
+        let sync_max = if s.ddm { 2 } else { s.dm.min(2) };
+        if cfg.sync_copies == 0 || cfg.sync_copies > sync_max {
+            return Err(format!(
+                "sync_copies must be within 1..={sync_max} for {}, got {}",
+                s.describe(),
+                cfg.sync_copies
+            ));
+        }
+        if s.ddm && cfg.sync_copies != 2 {
+            return Err("a Doubly Distorted Mirror writes both copies synchronously: sync_copies = 2".into());
+        }
+        let disks_total = s.dm as usize * n as usize;
+        let drive = if drive.cache().is_some() {
+            // Eager writing steers the head to a chosen free block: the drive's own
+            // buffer would defeat it (as for the SR family, dissertation 3.4.3).
+            Arc::new(drive.without_cache())
+        } else {
+            drive
+        };
+        let sector_bytes = u64::from(drive.geometry().sector_bytes());
+        if !BLOCK_BYTES.is_multiple_of(sector_bytes) {
+            return Err(format!(
+                "the {BLOCK_BYTES}-byte block is not a whole number of {sector_bytes}-byte sectors"
+            ));
+        }
+        let block_sectors = (BLOCK_BYTES / sector_bytes) as u32;
+        if cfg.stripe_unit_bytes == 0 || !cfg.stripe_unit_bytes.is_multiple_of(BLOCK_BYTES) {
+            return Err(format!(
+                "the stripe unit must be a positive multiple of the {BLOCK_BYTES}-byte block, got {}",
+                cfg.stripe_unit_bytes
+            ));
+        }
+        let unit_blocks = u32::try_from(cfg.stripe_unit_bytes / BLOCK_BYTES)
+            .map_err(|_| "stripe unit too large".to_string())?;
+        let disk_bytes = drive.capacity_sectors() * sector_bytes;
+        let data_set = cfg.data_set_bytes.unwrap_or(disk_bytes);
+        let logical = data_set / BLOCK_BYTES;
+        if logical == 0 {
+            return Err(format!("the data set of {data_set} bytes holds no 4 KiB block"));
+        }
+        let logical_blocks = u32::try_from(logical)
+            .map_err(|_| format!("the data set of {data_set} bytes has more than 2^32 blocks"))?;
+        // Blocks per column.
+        let mut per_column = vec![0u32; n as usize];
+        {
+            let full_rows = logical_blocks / (unit_blocks * n);
+            for c in per_column.iter_mut() {
+                *c = full_rows * unit_blocks;
+            }
+            let rest = logical_blocks - full_rows * unit_blocks * n;
+            for (c, v) in per_column.iter_mut().enumerate() {
+                let before = c as u32 * unit_blocks;
+                *v += rest.saturating_sub(before).min(unit_blocks);
+            }
+        }
+        let mut seeder = Pcg64Mcg::seed_from_u64(cfg.seed);
+        let period = drive.period().0;
+        // Each column's band: Dd times its blocks, grown until the tracks hold that many.
+        let mut bands = Vec::with_capacity(n as usize);
+        for &blocks in &per_column {
+            let want = ((f64::from(blocks) * s.dd).ceil() as u64).max(u64::from(blocks) + 1);
+            let mut sectors = want * u64::from(block_sectors);
+            let cap = drive.capacity_sectors();
+            let free = loop {
+                let fs = FreeSpace::new(&drive, 0, sectors.min(cap), block_sectors)?;
+                if u64::from(fs.blocks()) >= want {
+                    break fs;
+                }
+                if sectors >= cap {
+                    return Err(format!(
+                        "{} x Dd {} = {want} blocks per disk do not fit the {} ({} usable blocks): lower Dd or the data set, or raise Ds",
+                        blocks, s.dd, drive.id, fs.blocks()
+                    ));
+                }
+                let missing = want - u64::from(fs.blocks());
+                sectors += missing * u64::from(block_sectors) + u64::from(block_sectors);
+            };
+            bands.push(free);
+        }
+        // Initial placement: a column's blocks spread evenly over its band.
+        let spread = |i: u32, blocks: u32, slots: u32| -> BlockId {
+            (u64::from(i) * u64::from(slots) / u64::from(blocks.max(1))) as BlockId
+        };
+        let mut initial = L2pMap::new(logical_blocks, s.dm);
+        for b in 0..logical_blocks {
+            let (c, i) = column_of(b, unit_blocks, n);
+            let slot = spread(i, per_column[c as usize], bands[c as usize].blocks());
+            for m in 0..s.dm {
+                initial.set(b, m, slot);
+            }
+        }
+        let map = MapLog::new(cfg.map.clone(), initial)?;
+        let log_lba = bands[0].lba(bands[0].blocks() - 1) + u64::from(block_sectors);
+        if log_lba + map.region_sectors() > drive.capacity_sectors() {
+            return Err(format!(
+                "the map log region ({} sectors) does not fit after disk 0's band",
+                map.region_sectors()
+            ));
+        }
+        let mut disks = Vec::with_capacity(disks_total);
+        for d in 0..disks_total {
+            let c = d % n as usize;
+            let mut free = bands[c].clone();
+            let blocks = per_column[c];
+            let mut home = Vec::new();
+            if s.ddm {
+                home = vec![0u64; (free.blocks() as usize).div_ceil(64)];
+            }
+            for i in 0..blocks {
+                let slot = spread(i, blocks, free.blocks());
+                free.allocate(slot, 1);
+                if s.ddm {
+                    home[slot as usize / 64] |= 1 << (slot % 64);
+                }
+            }
+            let phase_ns = if cfg.random_phase {
+                seeder.gen_range(0..period)
+            } else {
+                0
+            };
+            disks.push(Disk {
+                head: HeadState {
+                    cylinder: 0,
+                    head: 0,
+                    phase_ns,
+                },
+                free,
+                fg: EwQueue::new(cfg.policy, cfg.age_bound),
+                delayed: EwQueue::new(cfg.policy, None),
+                busy: None,
+                rng: Pcg64Mcg::seed_from_u64(seeder.gen()),
+                busy_ns: 0,
+                map_ns: 0,
+                ops: 0,
+                propagations: 0,
+                home,
+            });
+        }
+        Ok(EwArray {
+            drive,
+            shape: s,
+            n,
+            dm: s.dm,
+            unit_blocks,
+            block_sectors,
+            logical_blocks,
+            sync_copies: cfg.sync_copies,
+            disks,
+            map,
+            log_lba,
+            slots: Vec::with_capacity(1024),
+            free_slots: Vec::new(),
+            ops: Vec::with_capacity(1024),
+            free_ops: Vec::new(),
+            groups: Vec::new(),
+            free_groups: Vec::new(),
+            table: BTreeMap::new(),
+            pins: BTreeMap::new(),
+            zombies: BTreeSet::new(),
+            pending_blocks: 0,
+            promoted_blocks: 0,
+            map_cfg: cfg.map.clone(),
+            nvram_entries: cfg.nvram_entries,
+            prop_order: VecDeque::new(),
+            stalled: VecDeque::new(),
+            actions: VecDeque::with_capacity(64),
+            to_dispatch: Vec::new(),
+            now: Nanos::ZERO,
+            version: 0,
+            seq: 0,
+            noise: cfg.noise,
+            #[cfg(test)]
+            audit: audit::Audit::default(),
+        })
+    }
+
+    pub fn shape(&self) -> EwShape {
+        self.shape
+    }
+
+    pub fn drive(&self) -> &Drive {
+        &self.drive
+    }
+
+    pub fn policy(&self) -> EwPolicy {
+        self.disks[0].fg.policy()
+    }
+
+    /// Free blocks on `disk`.
+    pub fn free_blocks(&self, disk: usize) -> u32 {
+        self.disks[disk].free.free_blocks()
+    }
+
+    /// Blocks waiting for background propagation.
+    pub fn pending_blocks(&self) -> usize {
+        self.pending_blocks
+    }
+
+    pub fn map_log(&self) -> &MapLog {
+        &self.map
+    }
+
+    /// The disk holding replica `m` of logical block `b`.
+    fn disk_of(&self, b: u32, m: u32) -> usize {
+        let (c, _) = column_of(b, self.unit_blocks, self.n);
+        (m * self.n + c) as usize
+    }
+
+    /// DDM: the replica whose disk holds block `b`'s home (alternating by stripe row).
+    fn home_replica(&self, b: u32) -> u32 {
+        (b / self.unit_blocks / self.n) % 2
+    }
+
+    /// DDM: block `b`'s home location on its home disk.
+    fn home_slot(&self, b: u32) -> BlockId {
+        let (c, i) = column_of(b, self.unit_blocks, self.n);
+        let d = &self.disks[c as usize];
+        let blocks = self.column_blocks(c);
+        (u64::from(i) * u64::from(d.free.blocks()) / u64::from(blocks.max(1))) as BlockId
+    }
+
+    fn column_blocks(&self, c: u32) -> u32 {
+        let (unit, n) = (self.unit_blocks, self.n);
+        let full_rows = self.logical_blocks / (unit * n);
+        let rest = self.logical_blocks - full_rows * unit * n;
+        full_rows * unit + rest.saturating_sub(c * unit).min(unit)
+    }
+
+    fn is_home(&self, disk: usize, slot: BlockId) -> bool {
+        let h = &self.disks[disk].home;
+        !h.is_empty() && h[slot as usize / 64] & (1 << (slot % 64)) != 0
+    }
+
+    fn mark_for_dispatch(&mut self, disk: usize) {
+        if !self.to_dispatch.contains(&disk) {
+            self.to_dispatch.push(disk);
+        }
+    }
+
+    fn new_op(&mut self, op: DiskOp) -> usize {
+        if let Some(s) = op.slot {
+            self.slots[s].as_mut().expect("live slot").parts_left += 1;
+        }
+        match self.free_ops.pop() {
+            Some(i) => {
+                self.ops[i] = Some(op);
+                i
+            }
+            None => {
+                self.ops.push(Some(op));
+                self.ops.len() - 1
+            }
+        }
+    }
+
+    fn op(&self, id: usize) -> &DiskOp {
+        self.ops[id].as_ref().expect("live op")
+    }
+
+    fn op_mut(&mut self, id: usize) -> &mut DiskOp {
+        self.ops[id].as_mut().expect("live op")
+    }
+
+    fn blank_op(&mut self, kind: Kind, now: Nanos) -> DiskOp {
+        self.seq += 1;
+        DiskOp {
+            kind,
+            slot: None,
+            group: None,
+            block: 0,
+            blocks: 0,
+            version: 0,
+            locs: Vec::new(),
+            holders: Vec::new(),
+            lba: 0,
+            sectors: 0,
+            seq: self.seq,
+            queued_at: now,
+            in_delayed: false,
+            promoted: false,
+            started: false,
+            live: 0,
+        }
+    }
+
+    fn state(&mut self, b: u32) -> &mut BlockState {
+        let dm = self.dm as usize;
+        self.table.entry(b).or_insert_with(|| BlockState {
+            newest: 0,
+            acked: 0,
+            ver: vec![0; dm],
+            inflight: 0,
+            props: Vec::new(),
+        })
+    }
+
+    /// Forgets a block's state once every copy holds its newest write.
+    fn settle(&mut self, b: u32) {
+        if let Some(st) = self.table.get(&b) {
+            if st.inflight == 0
+                && st.props.is_empty()
+                && st.acked == st.newest
+                && st.ver.iter().all(|&v| v == st.newest)
+            {
+                self.table.remove(&b);
+            }
+        }
+    }
+
+    /// Replicas of block `b` holding its last acknowledged data (bit m).
+    fn fresh(&self, b: u32) -> u64 {
+        match self.table.get(&b) {
+            None => (1u64 << self.dm) - 1,
+            Some(st) => st
+                .ver
+                .iter()
+                .enumerate()
+                .filter(|(_, &v)| v >= st.acked)
+                .fold(0, |m, (i, _)| m | 1 << i),
+        }
+    }
+
+    fn pin(&mut self, disk: usize, slot: BlockId, blocks: u32) {
+        for s in slot..slot + blocks {
+            *self.pins.entry((disk, s)).or_insert(0) += 1;
+        }
+    }
+
+    fn unpin(&mut self, disk: usize, slot: BlockId, blocks: u32) {
+        for s in slot..slot + blocks {
+            let k = (disk, s);
+            let c = self.pins.get_mut(&k).expect("pinned location");
+            *c -= 1;
+            if *c == 0 {
+                self.pins.remove(&k);
+                if self.zombies.remove(&k) {
+                    self.disks[disk].free.release(s, 1);
+                }
+            }
+        }
+    }
+
+    /// A location the map no longer points to: free (after the reads that still need it).
+    fn release(&mut self, disk: usize, slot: BlockId) {
+        if self.is_home(disk, slot) {
+            return;
+        }
+        if self.pins.contains_key(&(disk, slot)) {
+            self.zombies.insert((disk, slot));
+        } else {
+            self.disks[disk].free.release(slot, 1);
+        }
+    }
+
+    fn accept(&mut self, now: Nanos, req: HostRequest) {
+        assert!(req.sectors > 0, "host request {} moves no data", req.id);
+        let end = req.lba + u64::from(req.sectors);
+        assert!(
+            end <= self.capacity(),
+            "host request {} ends at {end}, beyond the array",
+            req.id
+        );
+        let slot = self.free_slots.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        self.slots[slot] = Some(HostSlot {
+            req,
+            parts_left: 0,
+            breakdown: Breakdown::default(),
+            last_done: now,
+        });
+        // The block is the unit of placement: a request touching part of a block moves
+        // the whole block.
+        let bs = u64::from(self.block_sectors);
+        let first = (req.lba / bs) as u32;
+        let last = end.div_ceil(bs) as u32;
+        self.version += 1;
+        let version = self.version;
+        let mut b = first;
+        while b < last {
+            // Chunks stay inside one stripe unit (one column) and one extent.
+            let unit_end = (b / self.unit_blocks + 1) * self.unit_blocks;
+            let chunk_end = last.min(unit_end).min(b + MAX_EXTENT_BLOCKS);
+            match req.op {
+                Op::Read => self.accept_read(now, slot, b, chunk_end - b),
+                Op::Write => self.accept_write(now, slot, b, chunk_end - b, version),
+            }
+            b = chunk_end;
+        }
+    }
+
+    fn capacity(&self) -> u64 {
+        u64::from(self.logical_blocks) * u64::from(self.block_sectors)
+    }
+
+    fn accept_read(&mut self, now: Nanos, slot: usize, block: u32, blocks: u32) {
+        // Cut where the fresh copies change or a copy stops being one physical run.
+        let mut start = block;
+        while start < block + blocks {
+            let mask = self.fresh(start);
+            let mut end = start + 1;
+            while end < block + blocks && self.fresh(end) == mask {
+                let contiguous = (0..self.dm).filter(|m| mask & (1 << m) != 0).all(|m| {
+                    let d = self.disk_of(start, m);
+                    let a = self.map.map().get(start, m);
+                    let len = end + 1 - start;
+                    self.map.map().get(end, m) == a + (end - start)
+                        && self.disks[d].free.contiguous(a, len)
+                });
+                if !contiguous {
+                    break;
+                }
+                end += 1;
+            }
+            self.read_part(now, slot, start, end - start, mask);
+            start = end;
+        }
+    }
+
+    fn read_part(&mut self, now: Nanos, slot: usize, block: u32, blocks: u32, mask: u64) {
+        let mut op = self.blank_op(Kind::Read, now);
+        op.slot = Some(slot);
+        op.block = block;
+        op.blocks = blocks;
+        for m in 0..self.dm {
+            if mask & (1 << m) != 0 {
+                op.locs.push((m, self.map.map().get(block, m)));
+            }
+        }
+        #[cfg(test)]
+        self.audit.read_issued(
+            op.seq,
+            (block..block + blocks)
+                .map(|b| self.table.get(&b).map_or(0, |st| st.acked))
+                .collect(),
+        );
+        let locs = op.locs.clone();
+        let id = self.new_op(op);
+        for &(m, a) in &locs {
+            let d = self.disk_of(block, m);
+            self.pin(d, a, blocks);
+        }
+        // The idle holder closest to its copy, else a duplicate at every holder.
+        let mut best: Option<(Span, usize)> = None;
+        if locs.len() > 1 {
+            for &(m, a) in &locs {
+                let d = self.disk_of(block, m);
+                let disk = &self.disks[d];
+                if disk.busy.is_none() && disk.fg.is_empty() {
+                    let target = self.drive.locate(disk.free.lba(a));
+                    let t = self.drive.position_time(now, &disk.head, Op::Read, &target);
+                    if best.is_none_or(|(bt, _)| t < bt) {
+                        best = Some((t, d));
+                    }
+                }
+            }
+        }
+        let holders: Vec<(usize, BlockId, u32)> = locs
+            .iter()
+            .map(|&(m, a)| (self.disk_of(block, m), a, m))
+            .filter(|&(d, _, _)| best.is_none_or(|(_, bd)| bd == d))
+            .collect();
+        for &(d, a, _) in &holders {
+            let lba = self.disks[d].free.lba(a);
+            let r = EwRequest {
+                id: id as u64,
+                work: Work::Positioned {
+                    op: Op::Read,
+                    lba,
+                    sectors: blocks * self.block_sectors,
+                    target: self.drive.locate(lba),
+                },
+                queued_at: now,
+                seq: self.op(id).seq,
+            };
+            self.disks[d].fg.push(r);
+            if self.disks[d].busy.is_none() {
+                self.mark_for_dispatch(d);
+            }
+        }
+        // Copies not queued anywhere are no longer needed.
+        let queued: Vec<usize> = holders.iter().map(|h| h.0).collect();
+        for &(m, a) in &locs {
+            let d = self.disk_of(block, m);
+            if !queued.contains(&d) {
+                self.unpin(d, a, blocks);
+            }
+        }
+        let op = self.op_mut(id);
+        op.holders = queued;
+        op.locs.retain(|&(m, _)| holders.iter().any(|h| h.2 == m));
+    }
+
+    fn accept_write(&mut self, now: Nanos, slot: usize, block: u32, blocks: u32, version: u64) {
+        for b in block..block + blocks {
+            let st = self.state(b);
+            st.newest = st.newest.max(version);
+        }
+        let g = Group {
+            slot,
+            block,
+            blocks,
+            version,
+            left: self.sync_copies,
+            written: 0,
+        };
+        let gid = match self.free_groups.pop() {
+            Some(i) => {
+                self.groups[i] = Some(g);
+                i
+            }
+            None => {
+                self.groups.push(Some(g));
+                self.groups.len() - 1
+            }
+        };
+        let mut used = 0u64;
+        for _ in 0..self.sync_copies {
+            let m = self.choose_write_replica(now, block, blocks, used);
+            used |= 1 << m;
+            let d = self.disk_of(block, m);
+            let mut op = self.blank_op(Kind::Write, now);
+            op.slot = Some(slot);
+            op.group = Some(gid);
+            op.block = block;
+            op.blocks = blocks;
+            op.version = version;
+            op.holders = vec![d];
+            let seq = op.seq;
+            let id = self.new_op(op);
+            for b in block..block + blocks {
+                self.state(b).inflight += 1;
+            }
+            self.disks[d].fg.push(EwRequest {
+                id: id as u64,
+                work: Work::Eager { blocks },
+                queued_at: now,
+                seq,
+            });
+            if self.disks[d].busy.is_none() {
+                self.mark_for_dispatch(d);
+            }
+        }
+    }
+
+    /// 4.5: the idle candidate closest to a free extent, else the shortest queue.
+    fn choose_write_replica(&self, now: Nanos, block: u32, blocks: u32, used: u64) -> u32 {
+        let mut best_idle: Option<(Span, u32)> = None;
+        let mut shortest: Option<((usize, usize), u32)> = None;
+        for m in 0..self.dm {
+            if used & (1 << m) != 0 {
+                continue;
+            }
+            let d = &self.disks[self.disk_of(block, m)];
+            if d.busy.is_none() && d.fg.is_empty() {
+                let t = d
+                    .free
+                    .closest(&self.drive, now, &d.head, blocks, Sweep::Any)
+                    .or_else(|| {
+                        d.free.closest(&self.drive, now, &d.head, 1, Sweep::Any)
+                    })
+                    .map_or(Span(u64::MAX), |(_, t)| t);
+                if best_idle.is_none_or(|(bt, _)| t < bt) {
+                    best_idle = Some((t, m));
+                }
+            }
+            let key = (d.fg.len(), d.delayed.len());
+            if shortest.is_none_or(|(k, _)| key < k) {
+                shortest = Some((key, m));
+            }
+        }
+        best_idle
+            .map(|(_, m)| m)
+            .or(shortest.map(|(_, m)| m))
+            .expect("a candidate replica")
+    }
+
+    fn start_next(&mut self, now: Nanos, d: usize) {
+        debug_assert!(self.disks[d].busy.is_none());
+        let disk = &mut self.disks[d];
+        let pick = match disk.fg.pick(now, &disk.head, &self.drive, &disk.free) {
+            Some(p) => Some(p),
+            None => disk.delayed.pick(now, &disk.head, &self.drive, &disk.free),
+        };
+        let Some(EwPick { request, extent }) = pick else {
+            return;
+        };
+        let id = request.id as usize;
+        let kind = self.op(id).kind;
+        // A read leaves its duplicates' queues.
+        if kind == Kind::Read {
+            let op = self.op(id);
+            let others: Vec<(usize, BlockId, u32)> = op
+                .locs
+                .iter()
+                .map(|&(m, a)| (self.disk_of(op.block, m), a, op.blocks))
+                .filter(|&(od, _, _)| od != d)
+                .collect();
+            for (od, a, n) in others {
+                self.disks[od].fg.remove(id as u64);
+                self.unpin(od, a, n);
+            }
+            let op = self.op_mut(id);
+            op.holders = vec![d];
+        }
+        let bs = self.block_sectors;
+        let xfer = match (request.work, extent) {
+            (Work::Positioned { op, lba, sectors, .. }, _) => Transfer { op, lba, sectors },
+            (Work::Eager { blocks }, Some((e, len))) => {
+                if len < blocks {
+                    self.split_eager(now, d, id, len);
+                }
+                self.disks[d].free.allocate(e, len);
+                Transfer {
+                    op: Op::Write,
+                    lba: self.disks[d].free.lba(e),
+                    sectors: len * bs,
+                }
+            }
+            (Work::Eager { .. }, None) => unreachable!("an eager write is picked with its extent"),
+        };
+        self.op_mut(id).started = true;
+        let disk = &mut self.disks[d];
+        let rng = if self.noise {
+            Some(&mut disk.rng)
+        } else {
+            None
+        };
+        let access = self.drive.access(now, &disk.head, xfer, None, rng);
+        disk.head.cylinder = access.end_cylinder;
+        disk.head.head = access.end_head;
+        disk.busy = Some(InFlight {
+            op: id,
+            access,
+            extent: match request.work {
+                Work::Eager { .. } => extent,
+                Work::Positioned { .. } => None,
+            },
+        });
+        self.actions.push_back(Action::DiskBusy {
+            disk: d,
+            until: access.end,
+        });
+    }
+
+    /// An eager write placed in a shorter extent than it needs: the rest becomes a new
+    /// operation of the same kind in the same queue.
+    fn split_eager(&mut self, now: Nanos, d: usize, id: usize, len: u32) {
+        let op = self.op(id);
+        let mut rest = self.blank_op(op.kind, now);
+        let op = self.op(id);
+        rest.slot = op.slot;
+        rest.group = op.group;
+        rest.block = op.block + len;
+        rest.blocks = op.blocks - len;
+        rest.version = op.version;
+        rest.holders = vec![d];
+        rest.in_delayed = op.in_delayed;
+        rest.promoted = op.promoted;
+        rest.live = rest.blocks;
+        rest.queued_at = op.queued_at;
+        let (kind, group, in_delayed) = (op.kind, op.group, rest.in_delayed);
+        let blocks = rest.blocks;
+        let first = rest.block;
+        let seq = rest.seq;
+        let rid = self.new_op(rest);
+        self.op_mut(id).blocks = len;
+        self.op_mut(id).live = self.op(id).live.min(len);
+        if let Some(g) = group {
+            self.groups[g].as_mut().expect("live group").left += 1;
+        }
+        if kind == Kind::Propagate {
+            for b in first..first + blocks {
+                self.state(b).props.push(rid);
+            }
+            self.prop_order.push_back(rid);
+        }
+        let r = EwRequest {
+            id: rid as u64,
+            work: Work::Eager { blocks },
+            queued_at: now,
+            seq,
+        };
+        if in_delayed && !self.op(rid).promoted {
+            self.disks[d].delayed.push(r);
+        } else {
+            self.disks[d].fg.push(r);
+        }
+    }
+
+    fn finish(&mut self, now: Nanos, d: usize) {
+        let Some(f) = self.disks[d].busy.take() else {
+            panic!("disk {d} completed with nothing in flight");
+        };
+        debug_assert_eq!(f.access.end, now, "disk {d} completion at the wrong time");
+        let service = f.access.service().0;
+        let disk = &mut self.disks[d];
+        disk.busy_ns += service;
+        disk.ops += 1;
+        let kind = self.op(f.op).kind;
+        match kind {
+            Kind::Read => {
+                let (block, blocks) = (self.op(f.op).block, self.op(f.op).blocks);
+                let a = self
+                    .op(f.op)
+                    .locs
+                    .iter()
+                    .find(|&&(m, _)| self.disk_of(block, m) == d)
+                    .expect("the read's copy")
+                    .1;
+                #[cfg(test)]
+                self.audit.check_read(d, a, block, self.op(f.op).seq);
+                self.unpin(d, a, blocks);
+                self.part_done(now, f.op, &f.access);
+            }
+            Kind::Write | Kind::Propagate => {
+                let extent = f.extent.expect("an eager write's extent");
+                self.stalled.push_back(Stalled {
+                    op: f.op,
+                    disk: d,
+                    extent,
+                    done: 0,
+                    access: f.access,
+                });
+                self.drain_stalled(now);
+            }
+            Kind::Home => {
+                self.disks[d].propagations += 1;
+                self.stalled.push_back(Stalled {
+                    op: f.op,
+                    disk: d,
+                    extent: (self.op(f.op).locs[0].1, self.op(f.op).blocks),
+                    done: 0,
+                    access: f.access,
+                });
+                self.drain_stalled(now);
+            }
+            Kind::MapAppend(id) => {
+                self.disks[d].map_ns += service;
+                self.remove_op(f.op);
+                let more = self.map.append_done(id);
+                self.queue_appends(now, more);
+                self.drain_stalled(now);
+            }
+        }
+        self.mark_for_dispatch(d);
+    }
+
+    /// Applies finished writes' map updates in order, as NVRAM room allows.
+    fn drain_stalled(&mut self, now: Nanos) {
+        while let Some(mut s) = self.stalled.pop_front() {
+            if !self.apply_write(now, &mut s) {
+                self.stalled.push_front(s);
+                return;
+            }
+            let kind = self.op(s.op).kind;
+            match kind {
+                Kind::Write => self.copy_done(now, s.op, s.disk, &s.access),
+                Kind::Propagate | Kind::Home => {
+                    if kind == Kind::Propagate {
+                        self.disks[s.disk].propagations += 1;
+                    }
+                    let op = self.op(s.op);
+                    let (block, blocks) = (op.block, op.blocks);
+                    self.pending_blocks -= blocks as usize;
+                    if op.promoted {
+                        self.promoted_blocks -= blocks as usize;
+                    }
+                    for b in block..block + blocks {
+                        let st = self.state(b);
+                        st.props.retain(|&p| p != s.op);
+                        st.inflight -= 1;
+                        self.settle(b);
+                    }
+                    self.remove_op(s.op);
+                }
+                _ => unreachable!("only writes stall"),
+            }
+        }
+    }
+
+    /// Records a finished write's locations; false if NVRAM is full (progress is kept).
+    fn apply_write(&mut self, _now: Nanos, s: &mut Stalled) -> bool {
+        let op = self.op(s.op);
+        let (kind, block, version) = (op.kind, op.block, op.version);
+        let m = (s.disk as u32) / self.n;
+        let (e, len) = s.extent;
+        while s.done < len {
+            let i = s.done;
+            let b = block + i;
+            let slot = e + i;
+            #[cfg(test)]
+            self.audit.wrote(s.disk, slot, b, version);
+            let st = self.table.get(&b).expect("a written block has state");
+            let current = st.ver[m as usize];
+            let update = match kind {
+                Kind::Home => current == version && self.map.map().get(b, m) != slot,
+                _ => version > current,
+            };
+            if update {
+                let old = self.map.map().get(b, m);
+                match self.map.update(b, m, slot) {
+                    Ok(appends) => self.queue_appends(s.access.end, appends),
+                    Err(_) => return false,
+                }
+                self.state(b).ver[m as usize] = version;
+                self.release(s.disk, old);
+            } else if kind != Kind::Home {
+                // Superseded while in flight: the copy is stale at once.
+                self.release(s.disk, slot);
+            }
+            s.done += 1;
+        }
+        true
+    }
+
+    /// One synchronous copy of a chunk is durable.
+    fn copy_done(&mut self, now: Nanos, id: usize, d: usize, access: &Access) {
+        let op = self.op(id);
+        let (block, blocks, gid) = (op.block, op.blocks, op.group.expect("a write's group"));
+        for b in block..block + blocks {
+            self.state(b).inflight -= 1;
+        }
+        let m = d as u32 / self.n;
+        let g = self.groups[gid].as_mut().expect("live group");
+        g.written |= 1 << m;
+        g.left -= 1;
+        let group_done = g.left == 0;
+        self.part_done(now, id, access);
+        if group_done {
+            let g = self.groups[gid].take().expect("live group");
+            self.free_groups.push(gid);
+            self.chunk_acked(now, &g);
+        }
+    }
+
+    /// A chunk's synchronous copies are durable: it is acknowledged; older propagations of
+    /// its blocks are obsolete; the other replicas get delayed copies.
+    fn chunk_acked(&mut self, now: Nanos, g: &Group) {
+        let mut obsolete: Vec<usize> = Vec::new();
+        for b in g.block..g.block + g.blocks {
+            let st = self.state(b);
+            if g.version <= st.acked {
+                continue;
+            }
+            st.acked = g.version;
+            let props = st.props.clone();
+            for p in props {
+                let op = self.ops[p].as_mut().expect("live propagation");
+                if op.version < g.version && !op.started {
+                    op.live -= 1;
+                    obsolete.push(p);
+                }
+            }
+            #[cfg(test)]
+            self.audit.acked(b, g.version);
+        }
+        obsolete.sort_unstable();
+        obsolete.dedup();
+        for p in obsolete {
+            self.obsolete(now, p);
+        }
+        // Runs of the chunk's blocks whose newest acknowledged data this write is.
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for b in g.block..g.block + g.blocks {
+            if self.table.get(&b).is_some_and(|st| st.acked == g.version) {
+                match runs.last_mut() {
+                    Some((s, n)) if *s + *n == b => *n += 1,
+                    _ => runs.push((b, 1)),
+                }
+            }
+        }
+        for (start, n) in runs {
+            if self.shape.ddm {
+                self.queue_home(now, start, n, g.version);
+                continue;
+            }
+            for m in 0..self.dm {
+                if g.written & (1 << m) == 0 {
+                    self.queue_propagation(now, start, n, g.version, m);
+                }
+            }
+        }
+        for b in g.block..g.block + g.blocks {
+            self.settle(b);
+        }
+        self.enforce_nvram_limit();
+    }
+
+    /// A delayed eager copy of blocks `block..block + blocks` for replica `m`.
+    fn queue_propagation(&mut self, now: Nanos, block: u32, blocks: u32, version: u64, m: u32) {
+        let d = self.disk_of(block, m);
+        let mut op = self.blank_op(Kind::Propagate, now);
+        op.block = block;
+        op.blocks = blocks;
+        op.version = version;
+        op.holders = vec![d];
+        op.in_delayed = true;
+        op.live = blocks;
+        let seq = op.seq;
+        let id = self.new_op(op);
+        for b in block..block + blocks {
+            let st = self.state(b);
+            st.props.push(id);
+            st.inflight += 1;
+        }
+        self.pending_blocks += blocks as usize;
+        self.prop_order.push_back(id);
+        self.disks[d].delayed.push(EwRequest {
+            id: id as u64,
+            work: Work::Eager { blocks },
+            queued_at: now,
+            seq,
+        });
+        if self.disks[d].busy.is_none() {
+            self.mark_for_dispatch(d);
+        }
+    }
+
+    /// DDM: moves blocks home, one operation per run of consecutive home locations.
+    fn queue_home(&mut self, now: Nanos, block: u32, blocks: u32, version: u64) {
+        let h = self.home_replica(block);
+        let d = self.disk_of(block, h);
+        let mut start = block;
+        while start < block + blocks {
+            let a = self.home_slot(start);
+            let mut end = start + 1;
+            while end < block + blocks
+                && self.home_slot(end) == a + (end - start)
+                && self.disks[d].free.contiguous(a, end + 1 - start)
+            {
+                end += 1;
+            }
+            let n = end - start;
+            let lba = self.disks[d].free.lba(a);
+            let mut op = self.blank_op(Kind::Home, now);
+            op.block = start;
+            op.blocks = n;
+            op.version = version;
+            op.locs = vec![(h, a)];
+            op.holders = vec![d];
+            op.in_delayed = true;
+            op.live = n;
+            let seq = op.seq;
+            let id = self.new_op(op);
+            for b in start..end {
+                let st = self.state(b);
+                st.props.push(id);
+                st.inflight += 1;
+            }
+            self.pending_blocks += n as usize;
+            self.prop_order.push_back(id);
+            self.disks[d].delayed.push(EwRequest {
+                id: id as u64,
+                work: Work::Positioned {
+                    op: Op::Write,
+                    lba,
+                    sectors: n * self.block_sectors,
+                    target: self.drive.locate(lba),
+                },
+                queued_at: now,
+                seq,
+            });
+            if self.disks[d].busy.is_none() {
+                self.mark_for_dispatch(d);
+            }
+            start = end;
+        }
+    }
+
+    /// A queued propagation one of whose blocks has a newer acknowledged write. With no
+    /// block left current it is cancelled; a DDM move is cancelled and its current blocks
+    /// queued again (a move must not overwrite a home with older data after a newer move).
+    fn obsolete(&mut self, now: Nanos, p: usize) {
+        let op = self.op(p);
+        if op.started {
+            return;
+        }
+        let (kind, live) = (op.kind, op.live);
+        if kind == Kind::Propagate && live > 0 {
+            return;
+        }
+        let (block, blocks, version, d) = (op.block, op.blocks, op.version, op.holders[0]);
+        let removed = if op.promoted || !op.in_delayed {
+            self.disks[d].fg.remove(p as u64)
+        } else {
+            self.disks[d].delayed.remove(p as u64)
+        };
+        debug_assert!(removed.is_some(), "a queued propagation is in its queue");
+        self.pending_blocks -= blocks as usize;
+        if self.op(p).promoted {
+            self.promoted_blocks -= blocks as usize;
+        }
+        let mut again = Vec::new();
+        for b in block..block + blocks {
+            let st = self.state(b);
+            st.props.retain(|&x| x != p);
+            st.inflight -= 1;
+            if st.acked == version {
+                again.push(b);
+            }
+            self.settle(b);
+        }
+        self.remove_op(p);
+        for b in again {
+            self.queue_home(now, b, 1, version);
+        }
+    }
+
+    /// Beyond the NVRAM table's limit the oldest propagations go to the foreground.
+    fn enforce_nvram_limit(&mut self) {
+        while self.pending_blocks > self.nvram_entries + self.promoted_blocks {
+            let Some(p) = self.prop_order.pop_front() else {
+                break;
+            };
+            let Some(op) = self.ops[p].as_ref() else {
+                continue;
+            };
+            if !matches!(op.kind, Kind::Propagate | Kind::Home) || op.started || op.promoted {
+                continue;
+            }
+            let d = op.holders[0];
+            let blocks = op.blocks;
+            if let Some(r) = self.disks[d].delayed.remove(p as u64) {
+                self.disks[d].fg.push(r);
+                let op = self.op_mut(p);
+                op.promoted = true;
+                self.promoted_blocks += blocks as usize;
+                if self.disks[d].busy.is_none() {
+                    self.mark_for_dispatch(d);
+                }
+            }
+        }
+    }
+
+    fn queue_appends(&mut self, now: Nanos, appends: Vec<Append>) {
+        for a in appends {
+            let mut op = self.blank_op(Kind::MapAppend(a.id), now);
+            op.lba = self.log_lba + a.offset_sectors;
+            op.sectors = a.sectors;
+            op.holders = vec![0];
+            let seq = op.seq;
+            let (lba, sectors) = (op.lba, op.sectors);
+            let id = self.new_op(op);
+            self.disks[0].fg.push(EwRequest {
+                id: id as u64,
+                work: Work::Positioned {
+                    op: Op::Write,
+                    lba,
+                    sectors,
+                    target: self.drive.locate(lba),
+                },
+                queued_at: now,
+                seq,
+            });
+            if self.disks[0].busy.is_none() {
+                self.mark_for_dispatch(0);
+            }
+        }
+    }
+
+    fn remove_op(&mut self, id: usize) {
+        self.ops[id] = None;
+        self.free_ops.push(id);
+    }
+
+    /// A host request's part is done: the host is answered after its last.
+    fn part_done(&mut self, now: Nanos, id: usize, access: &Access) {
+        let slot_id = self.op(id).slot.expect("a host operation");
+        self.remove_op(id);
+        let s = self.slots[slot_id].as_mut().expect("live slot");
+        if now >= s.last_done {
+            s.last_done = now;
+            let service = access.service();
+            s.breakdown = Breakdown {
+                queue: now.since(s.req.arrival).saturating_sub(service),
+                overhead: access.overhead,
+                seek: access.seek,
+                rotation: access.rotation,
+                transfer: access.transfer,
+                switches: access.switches,
+            };
+        }
+        s.parts_left -= 1;
+        if s.parts_left == 0 {
+            let s = self.slots[slot_id].take().expect("live slot");
+            self.free_slots.push(slot_id);
+            self.actions.push_back(Action::Complete(Completion {
+                id: s.req.id,
+                op: s.req.op,
+                sectors: s.req.sectors,
+                arrival: s.req.arrival,
+                done: now,
+                breakdown: s.breakdown,
+            }));
+        }
+    }
+}
+
+impl Engine for EwArray {
+    fn handle(&mut self, now: Nanos, ev: Event) {
+        assert!(now >= self.now, "time went backwards: {now:?} < {:?}", self.now);
+        self.now = now;
+        match ev {
+            Event::Host(req) => self.accept(now, req),
+            Event::DiskDone { disk } => self.finish(now, disk),
+        }
+    }
+
+    fn poll_action(&mut self) -> Option<Action> {
+        if self.actions.is_empty() && !self.to_dispatch.is_empty() {
+            let now = self.now;
+            let pending = std::mem::take(&mut self.to_dispatch);
+            for &d in &pending {
+                if self.disks[d].busy.is_none() {
+                    self.start_next(now, d);
+                }
+            }
+        }
+        self.actions.pop_front()
+    }
+
+    fn outstanding(&self) -> usize {
+        self.slots.len() - self.free_slots.len()
+    }
+
+    fn capacity_sectors(&self) -> u64 {
+        self.capacity()
+    }
+
+    fn disk_count(&self) -> usize {
+        self.disks.len()
+    }
+
+    fn sector_bytes(&self) -> u32 {
+        self.drive.geometry().sector_bytes()
+    }
+
+    fn busy_until(&self, disk: usize, t: Nanos) -> Span {
+        let d = &self.disks[disk];
+        let partial = d.busy.as_ref().map_or(0, |f| {
+            let start = f.access.end.0 - f.access.service().0;
+            t.0.min(f.access.end.0).saturating_sub(start)
+        });
+        Span(d.busy_ns + partial)
+    }
+
+    fn counters(&self, disk: usize) -> DiskCounters {
+        let d = &self.disks[disk];
+        let mut sched = d.fg.stats();
+        let bg = d.delayed.stats();
+        sched.picks += bg.picks;
+        sched.reversals += bg.reversals;
+        DiskCounters {
+            ops: d.ops,
+            propagations: d.propagations,
+            map_logging: Span(d.map_ns),
+            sched,
+        }
+    }
+
+    /// Reading the map log region from disk 0 (from the oldest record still needed)
+    /// sequentially from the outer edge, as a crash now would require; NVRAM replay is
+    /// memory work and not timed.
+    fn recovery_time(&self) -> Option<Span> {
+        let p = self.map.crash();
+        let (_, sectors) =
+            MapLog::recover(&p, &self.map_cfg, self.logical_blocks, self.dm).ok()?;
+        if sectors == 0 {
+            return Some(Span::ZERO);
+        }
+        let head = HeadState {
+            cylinder: 0,
+            head: 0,
+            phase_ns: self.disks[0].head.phase_ns,
+        };
+        let sectors = sectors.min(self.map.region_sectors());
+        let a = self.drive.access(
+            Nanos::ZERO,
+            &head,
+            Transfer {
+                op: Op::Read,
+                lba: self.log_lba,
+                sectors: u32::try_from(sectors).unwrap_or(u32::MAX),
+            },
+            None,
+            None::<&mut Pcg64Mcg>,
+        );
+        Some(a.service())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod audit;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,230 @@
+use super::*;
+use crate::drive::builtin_drive;
+use rand::Rng;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+fn drive() -> Arc<Drive> {
+    Arc::new(builtin_drive("st39133lwv").expect("built-in drive"))
+}
+
+fn config(dm: u32, ds: f64, dd: f64, ddm: bool, sync: u32, policy: EwPolicy) -> EwConfig {
+    EwConfig {
+        shape: EwShape { dm, ds, dd, ddm },
+        stripe_unit_bytes: 16 * 1024,
+        data_set_bytes: Some(8 << 20),
+        sync_copies: sync,
+        policy,
+        age_bound: None,
+        random_phase: true,
+        noise: false,
+        seed: 7,
+        nvram_entries: 40,
+        map: MapLogConfig {
+            nvram_bytes: 2048,
+            portions: 3,
+            sector_bytes: 512,
+        },
+    }
+}
+
+/// Drives `a` with a closed loop of `q` random requests (1–3 blocks, `reads` of them
+/// reads) until `requests` are answered or `stop_after` events have been handled (a crash).
+/// Returns how many were answered; panics if one is answered twice.
+fn run(a: &mut EwArray, requests: u64, q: u64, reads: f64, seed: u64, stop_after: Option<u64>) -> u64 {
+    let mut rng = Pcg64Mcg::seed_from_u64(seed);
+    let cap_blocks = a.capacity() / 8;
+    let mut heap: BinaryHeap<Reverse<(Nanos, u64, usize)>> = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut issued = 0u64;
+    let mut answered = BTreeSet::new();
+    let mut events = 0u64;
+    let mut issue = |a: &mut EwArray, at: Nanos, rng: &mut Pcg64Mcg, issued: &mut u64| {
+        let blocks = rng.gen_range(1..=3u64);
+        let b = rng.gen_range(0..cap_blocks - blocks);
+        let op = if rng.gen_bool(reads) { Op::Read } else { Op::Write };
+        a.handle(
+            at,
+            Event::Host(HostRequest {
+                id: *issued,
+                op,
+                lba: b * 8,
+                sectors: (blocks * 8) as u32,
+                arrival: at,
+            }),
+        );
+        *issued += 1;
+    };
+    for _ in 0..q.min(requests) {
+        issue(a, Nanos::ZERO, &mut rng, &mut issued);
+    }
+    loop {
+        while let Some(act) = a.poll_action() {
+            match act {
+                Action::DiskBusy { disk, until } => {
+                    seq += 1;
+                    heap.push(Reverse((until, seq, disk)));
+                }
+                Action::Complete(c) => {
+                    assert!(answered.insert(c.id), "request {} answered twice", c.id);
+                    if issued < requests {
+                        issue(a, c.done, &mut rng, &mut issued);
+                    }
+                }
+            }
+        }
+        events += 1;
+        if stop_after.is_some_and(|s| events > s) {
+            return answered.len() as u64;
+        }
+        let Some(Reverse((t, _, disk))) = heap.pop() else {
+            break;
+        };
+        a.handle(t, Event::DiskDone { disk });
+    }
+    answered.len() as u64
+}
+
+/// Every disk's used blocks once everything is propagated: one per logical block of its
+/// column (DDM: the homes, its eager copies moved home).
+fn assert_settled(a: &EwArray) {
+    assert_eq!(a.pending_blocks(), 0, "propagations left");
+    assert!(a.table.is_empty(), "blocks with state left: {}", a.table.len());
+    assert!(a.pins.is_empty() && a.zombies.is_empty(), "pins left");
+    for (d, disk) in a.disks.iter().enumerate() {
+        let c = d as u32 % a.n;
+        assert_eq!(
+            disk.free.blocks() - disk.free.free_blocks(),
+            a.column_blocks(c),
+            "disk {d}: used blocks"
+        );
+    }
+}
+
+#[test]
+fn every_layout_and_policy_answers_each_request_once_and_reads_are_fresh() {
+    let shapes = [
+        (1, 2.0, 1.5, false, 1),
+        (2, 1.0, 2.0, false, 1),
+        (2, 1.5, 2.0, false, 2),
+        (3, 1.0, 1.25, false, 1),
+        (2, 1.0, 2.0, true, 2),
+    ];
+    for (dm, ds, dd, ddm, sync) in shapes {
+        for policy in EwPolicy::ALL {
+            let mut cfg = config(dm, ds, dd, ddm, sync, policy);
+            cfg.age_bound = Some(Span::from_ms(200));
+            let mut a = EwArray::new(drive(), &cfg).expect("valid shape");
+            let n = run(&mut a, 3000, 16, 0.5, 11, None);
+            assert_eq!(n, 3000, "{dm}x{ds}x{dd} {policy}");
+            assert_eq!(a.outstanding(), 0);
+            assert!(a.audit.reads_checked > 1000, "reads were audited");
+            assert_settled(&a);
+            assert!(a.map.stats().appends > 0, "the map log was appended to");
+        }
+    }
+}
+
+#[test]
+fn the_nvram_limit_moves_propagations_to_the_foreground() {
+    let mut cfg = config(3, 1.0, 1.5, false, 1, EwPolicy::SatfEw);
+    cfg.nvram_entries = 5;
+    let mut a = EwArray::new(drive(), &cfg).expect("valid shape");
+    // Write-only at Q = 32 leaves no idle time: without promotion nothing would propagate
+    // until the end.
+    let mut max_pending = 0;
+    let mut rng = Pcg64Mcg::seed_from_u64(3);
+    let mut heap: BinaryHeap<Reverse<(Nanos, u64, usize)>> = BinaryHeap::new();
+    let (mut seq, mut issued) = (0u64, 0u64);
+    let cap = a.capacity() / 8;
+    for _ in 0..32 {
+        let b = rng.gen_range(0..cap);
+        a.handle(Nanos::ZERO, Event::Host(HostRequest { id: issued, op: Op::Write, lba: b * 8, sectors: 8, arrival: Nanos::ZERO }));
+        issued += 1;
+    }
+    loop {
+        while let Some(act) = a.poll_action() {
+            match act {
+                Action::DiskBusy { disk, until } => {
+                    seq += 1;
+                    heap.push(Reverse((until, seq, disk)));
+                }
+                Action::Complete(c) => {
+                    if issued < 2000 {
+                        let b = rng.gen_range(0..cap);
+                        a.handle(c.done, Event::Host(HostRequest { id: issued, op: Op::Write, lba: b * 8, sectors: 8, arrival: c.done }));
+                        issued += 1;
+                    }
+                }
+            }
+        }
+        // Each completed write adds at most 2 pending blocks beyond what is promoted.
+        max_pending = max_pending.max(a.pending_blocks() - a.promoted_blocks);
+        let Some(Reverse((t, _, disk))) = heap.pop() else { break };
+        a.handle(t, Event::DiskDone { disk });
+    }
+    assert!(max_pending <= 5 + 2, "unpromoted pending blocks reached {max_pending}");
+    assert_settled(&a);
+}
+
+#[test]
+fn a_crash_at_any_point_recovers_the_live_map_pointing_at_acknowledged_data() {
+    // 1,000 crash points over the layout families, each in a fresh small array.
+    let mut rng = Pcg64Mcg::seed_from_u64(99);
+    let shapes = [
+        (2, 1.0, 2.0, false, 1),
+        (2, 1.0, 1.5, false, 2),
+        (1, 2.0, 1.5, false, 1),
+        (2, 1.0, 2.0, true, 2),
+    ];
+    for i in 0..1000u64 {
+        let (dm, ds, dd, ddm, sync) = shapes[i as usize % shapes.len()];
+        let mut cfg = config(dm, ds, dd, ddm, sync, EwPolicy::ALL[i as usize % 6]);
+        cfg.map.nvram_bytes = rng.gen_range(256..4096);
+        cfg.seed = i;
+        let mut a = EwArray::new(drive(), &cfg).expect("valid shape");
+        let stop = rng.gen_range(1..4000);
+        run(&mut a, 2000, 8, 0.3, i, Some(stop));
+        let p = a.map.crash();
+        let (map, _) = MapLog::recover(&p, &a.map_cfg, a.logical_blocks, a.dm)
+            .unwrap_or_else(|e| panic!("crash {i}: recovery failed: {e}"));
+        assert_eq!(&map, a.map.map(), "crash {i} at event {stop}: recovered map");
+        // Every copy the NVRAM table calls fresh holds the last acknowledged data.
+        for b in 0..a.logical_blocks {
+            let acked = a.table.get(&b).map_or(0, |st| st.acked);
+            let fresh = a.fresh(b);
+            assert!(fresh != 0, "block {b} has no fresh copy");
+            for m in 0..a.dm {
+                if fresh & (1 << m) == 0 {
+                    continue;
+                }
+                let d = a.disk_of(b, m);
+                let loc = map.get(b, m);
+                match a.audit.contents.get(&(d, loc)) {
+                    Some(&(held, v)) => {
+                        assert_eq!(held, b, "crash {i}: block {b} copy {m} points at block {held}'s data");
+                        assert!(v >= acked, "crash {i}: block {b} copy {m} holds {v} < acknowledged {acked}");
+                    }
+                    None => assert_eq!(acked, 0, "crash {i}: block {b} copy {m} points at initial data after write {acked}"),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn impossible_shapes_are_refused_with_the_reason() {
+    let err = |dm, ds, dd, ddm, sync| {
+        EwArray::new(drive(), &config(dm, ds, dd, ddm, sync, EwPolicy::SatfEw))
+            .err()
+            .expect("refused")
+    };
+    assert!(err(1, 1.5, 1.5, false, 1).contains("whole number"));
+    assert!(err(1, 1.0, 1.0, false, 1).contains("no free blocks"));
+    assert!(err(3, 1.0, 2.0, true, 2).contains("Dm = 2"));
+    assert!(err(1, 1.0, 2.0, false, 2).contains("sync_copies"));
+    let mut cfg = config(1, 0.5, 2.0, false, 1, EwPolicy::SatfEw);
+    cfg.data_set_bytes = None;
+    let e = EwArray::new(drive(), &cfg).err().expect("a band of two disks does not fit");
+    assert!(e.contains("do not fit"), "{e}");
+}
