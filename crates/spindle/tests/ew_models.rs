@@ -29,9 +29,16 @@ fn ew(dm: u32, ds: f64, dd: f64) -> String {
 /// measured (1.25, 1.5, 2, 4), each run 6,000 requests.
 #[test]
 fn fig_1a_eager_write_rotational_wait_is_below_1ms_and_falls_with_dilution() {
+    let disk = spindle::drive::builtin_drive("st39133lwv").expect("built-in drive");
+    let bytes = disk.capacity_sectors() * 512;
     let mut last = f64::INFINITY;
     for dd in [1.25, 1.5, 2.0, 4.0] {
-        let r = run(&ew(1, 1.0, dd), &[("workload.read_fraction", "0.0")]);
+        // One disk: Ds·Dd = 1, and a data set 1/Dd of the disk (less its unusable tails).
+        let data = ((bytes as f64 / dd) * 0.97) as u64;
+        let r = run(
+            &ew(1, 1.0 / dd, dd),
+            &[("workload.read_fraction", "0.0"), ("array.data_set_bytes", &data.to_string())],
+        );
         let rot = r.breakdown_ms.rotation;
         eprintln!("Dd {dd}: rotation {rot:.3} ms, seek {:.3} ms, mean {:.3} ms", r.breakdown_ms.seek, r.latency.all.mean_ms);
         if dd == 1.25 {
@@ -69,6 +76,8 @@ fn fig_2_the_best_four_disk_ew_array_halves_single_disk_latency() {
 /// in throughput, and SATF-EW beats write-first and read-first (no tolerance: orderings).
 #[test]
 fn fig_4_scheduler_ordering_at_q64() {
+    let disk = spindle::drive::builtin_drive("st39133lwv").expect("built-in drive");
+    let half = (disk.capacity_sectors() * 512 / 2 * 97 / 100).to_string();
     let iops = |policy: &str| {
         let r = run(
             &ew(1, 0.5, 2.0),
@@ -76,7 +85,7 @@ fn fig_4_scheduler_ordering_at_q64() {
                 ("workload.read_fraction", "0.5"),
                 ("workload.queue_depth", "64"),
                 ("array.scheduler", &format!("\"{policy}\"")),
-                ("array.data_set_bytes", "4550000000"),
+                ("array.data_set_bytes", &half),
             ],
         );
         eprintln!("{policy}: {:.1} IOPS", r.throughput_iops);

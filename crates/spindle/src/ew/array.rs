@@ -165,7 +165,6 @@ struct HostSlot {
 
 /// The synchronous copies of one chunk of a host write.
 struct Group {
-    slot: usize,
     block: u32,
     blocks: u32,
     version: u64,
@@ -378,10 +377,12 @@ impl EwArray {
             if s.ddm {
                 home = vec![0u64; (free.blocks() as usize).div_ceil(64)];
             }
+            let replica = (d / n as usize) as u32;
             for i in 0..blocks {
                 let slot = spread(i, blocks, free.blocks());
                 free.allocate(slot, 1);
-                if s.ddm {
+                // Column index i is in stripe row i / unit, whose home alternates.
+                if s.ddm && (i / unit_blocks) % 2 == replica {
                     home[slot as usize / 64] |= 1 << (slot % 64);
                 }
             }
@@ -770,7 +771,6 @@ impl EwArray {
             st.newest = st.newest.max(version);
         }
         let g = Group {
-            slot,
             block,
             blocks,
             version,
@@ -944,7 +944,11 @@ impl EwArray {
         }
         if kind == Kind::Propagate {
             for b in first..first + blocks {
-                self.state(b).props.push(rid);
+                for p in self.state(b).props.iter_mut() {
+                    if *p == id {
+                        *p = rid;
+                    }
+                }
             }
             self.prop_order.push_back(rid);
         }
@@ -1034,9 +1038,9 @@ impl EwArray {
                         self.disks[s.disk].propagations += 1;
                     }
                     let op = self.op(s.op);
-                    let (block, blocks) = (op.block, op.blocks);
+                    let (block, blocks, promoted) = (op.block, op.blocks, op.promoted);
                     self.pending_blocks -= blocks as usize;
-                    if op.promoted {
+                    if promoted {
                         self.promoted_blocks -= blocks as usize;
                     }
                     for b in block..block + blocks {
@@ -1112,26 +1116,32 @@ impl EwArray {
     fn chunk_acked(&mut self, now: Nanos, g: &Group) {
         let mut obsolete: Vec<usize> = Vec::new();
         for b in g.block..g.block + g.blocks {
-            let st = self.state(b);
+            // A block without state settled on a newer write while this chunk's other
+            // blocks were being written: nothing here is newer.
+            let Some(st) = self.table.get_mut(&b) else {
+                continue;
+            };
             if g.version <= st.acked {
                 continue;
             }
-            st.acked = g.version;
+            let previous = std::mem::replace(&mut st.acked, g.version);
             let props = st.props.clone();
             for p in props {
                 let op = self.ops[p].as_mut().expect("live propagation");
-                if op.version < g.version && !op.started {
+                // The block was current for propagations of the previous acknowledged
+                // write, and is no longer.
+                if op.version == previous && !op.started {
                     op.live -= 1;
                     obsolete.push(p);
                 }
             }
-            #[cfg(test)]
-            self.audit.acked(b, g.version);
         }
         obsolete.sort_unstable();
         obsolete.dedup();
+        // Settled only once this write's own propagations are queued.
+        let mut touched = Vec::new();
         for p in obsolete {
-            self.obsolete(now, p);
+            self.obsolete(now, p, &mut touched);
         }
         // Runs of the chunk's blocks whose newest acknowledged data this write is.
         let mut runs: Vec<(u32, u32)> = Vec::new();
@@ -1154,7 +1164,7 @@ impl EwArray {
                 }
             }
         }
-        for b in g.block..g.block + g.blocks {
+        for b in (g.block..g.block + g.blocks).chain(touched) {
             self.settle(b);
         }
         self.enforce_nvram_limit();
@@ -1244,7 +1254,7 @@ impl EwArray {
     /// A queued propagation one of whose blocks has a newer acknowledged write. With no
     /// block left current it is cancelled; a DDM move is cancelled and its current blocks
     /// queued again (a move must not overwrite a home with older data after a newer move).
-    fn obsolete(&mut self, now: Nanos, p: usize) {
+    fn obsolete(&mut self, now: Nanos, p: usize, touched: &mut Vec<u32>) {
         let op = self.op(p);
         if op.started {
             return;
@@ -1272,7 +1282,7 @@ impl EwArray {
             if st.acked == version {
                 again.push(b);
             }
-            self.settle(b);
+            touched.push(b);
         }
         self.remove_op(p);
         for b in again {

@@ -65,14 +65,14 @@ fn a_point_is_the_base_with_its_keys_set_and_nested_tables_merged() {
     let p = s.point(2).unwrap().spec;
     assert_eq!(p.workload.queue_depth, 2);
     assert_eq!(p.array.disks, Some(2));
-    assert_eq!(p.array.scheduler.to_string(), "satf");
+    assert_eq!(p.array.scheduler.unwrap().to_string(), "satf");
     let p = s.point(5).unwrap().spec;
     assert_eq!(p.workload.queue_depth, 4);
     assert_eq!(
         p.array.disks, None,
         "a nested table sets its keys, it does not replace [array]"
     );
-    assert_eq!(p.array.scheduler.to_string(), "fcfs");
+    assert_eq!(p.array.scheduler.unwrap().to_string(), "fcfs");
     assert_eq!(p.seed, 3);
     assert_eq!(p.run.requests, 500);
 }
