@@ -9,8 +9,8 @@
 //! Internally blocks are grouped into *segments*: a run of blocks on one track whose rotational
 //! positions step by exactly `block_sectors` sectors, so that block `j`'s rotational index is
 //! `(base + j · block_sectors) mod spt`. On a plain geometry a segment is a track (or its part
-//! between slips); on a DiskSim layout the fixed-point angles can break that step where they
-//! wrap, and a segment ends there. Free bits are `u64` words per segment; free counts per
+//! between slips). On a DiskSim layout rounded fixed-point angles could break that step (none
+//! of the library's drives do), so every block is checked and a segment ends at a break. Free bits are `u64` words per segment; free counts per
 //! segment and per cylinder, and a bitset of non-full cylinders, let a search skip full ones.
 //!
 //! [`FreeSpace::closest`] is exact, not a heuristic: it returns the block and time that the
@@ -243,12 +243,17 @@ impl FreeSpace {
                     step(len - 1)
                 );
                 let len32 = u32::try_from(len).expect("blocks on a track fit u32");
+                // Less than a revolution: the rotational search relies on it.
+                assert!(
+                    len * bs64 <= u64::from(spt),
+                    "a track run exceeds its track"
+                );
                 assert!(blocks + len <= u64::from(u32::MAX), "checked by new");
                 segs.push(Segment {
                     first_lba,
                     cylinder: chs.cylinder,
                     head: chs.head,
-                    first_block: blocks as u32,
+                    first_block: u32::try_from(blocks).expect("checked by new"),
                     blocks: len32,
                     base,
                     spt,
@@ -369,7 +374,7 @@ impl FreeSpace {
         let off = lba - s.first_lba;
         let bs = u64::from(self.block_sectors);
         (off.is_multiple_of(bs) && off / bs < u64::from(s.blocks))
-            .then(|| s.first_block + (off / bs) as u32)
+            .then(|| s.first_block + u32::try_from(off / bs).expect("< blocks"))
     }
 
     /// Whether blocks `b..b+len` (len >= 1) are physically consecutive on one track, so one
@@ -428,7 +433,7 @@ impl FreeSpace {
         while u64::from(at) < end {
             let si = self.seg_of(at);
             let s = &self.segs[si];
-            let upto = (s.first_block + s.blocks).min(end as u32);
+            let upto = (s.first_block + s.blocks).min(u32::try_from(end).expect("<= blocks"));
             let (word, first, c) = (s.word as usize, s.first_block, s.cylinder - self.cyl_lo);
             for j in at - first..upto - first {
                 let (w, m) = (word + (j / 64) as usize, 1u64 << (j % 64));
@@ -453,7 +458,7 @@ impl FreeSpace {
             .nonfull
             .prev(self.cyl_free.len() - 1)
             .expect("a set bit exists");
-        Some((self.cyl_lo + lo as u32, self.cyl_lo + hi as u32))
+        Some((self.cyl_at(lo), self.cyl_at(hi)))
     }
 
     /// The free extent of `len` consecutive blocks on one track that a write started at `now`
@@ -490,13 +495,18 @@ impl FreeSpace {
         if len > self.free {
             return None;
         }
+        let before = drive.overhead(Op::Write) + drive.command_overhead(Op::Write);
+        let p = self.period_ns;
         let q = Query {
             drive,
-            now,
             head,
             len,
-            before: drive.overhead(Op::Write) + drive.command_overhead(Op::Write),
+            before,
             limit,
+            // `rotational_wait` at `now + before + seek` sees the platter at
+            // `(now + phase + before + seek) mod p`: all but the seek is fixed per query.
+            angle0: ((now.0 % p) + (head.phase_ns % p) + (before.0 % p)) % p,
+            period_ns: p,
         };
         let hc = head.cylinder;
         let mut up = match sweep {
@@ -549,37 +559,50 @@ impl FreeSpace {
         best.map(|(t, b)| (b, t))
     }
 
+    /// The cylinder of index `i` in the per-cylinder tables.
+    fn cyl_at(&self, i: usize) -> u32 {
+        self.cyl_lo + u32::try_from(i).expect("cylinder index fits u32")
+    }
+
     /// The first non-full cylinder `>= c`.
     fn next_nonfull(&self, c: u32) -> Option<u32> {
         let i = c.saturating_sub(self.cyl_lo) as usize;
         (i < self.cyl_free.len())
             .then(|| self.nonfull.next(i))
             .flatten()
-            .map(|i| self.cyl_lo + i as u32)
+            .map(|i| self.cyl_at(i))
     }
 
     /// The last non-full cylinder `<= c`.
     fn prev_nonfull(&self, c: u32) -> Option<u32> {
         let i = c.checked_sub(self.cyl_lo)? as usize;
         let i = i.min(self.cyl_free.len() - 1);
-        self.nonfull.prev(i).map(|i| self.cyl_lo + i as u32)
+        self.nonfull.prev(i).map(|i| self.cyl_at(i))
     }
 
     /// Offers the best extent of every track of cylinder `c` to `best`.
     fn scan_cylinder(&self, q: &Query<'_>, c: u32, best: &mut Option<(Span, BlockId)>) {
         let ci = (c - self.cyl_lo) as usize;
         let range = self.cyl_first[ci] as usize..self.cyl_first[ci + 1] as usize;
+        // `seek_span` depends on the distance and on whether the head changes: two values
+        // per cylinder, the other surface's computed only if needed.
+        let same = q.seek(c, q.head.head);
+        let mut other = None;
         for &si in &self.cyl_segs[range] {
             let s = &self.segs[si as usize];
             if s.free < q.len {
                 continue;
             }
-            let pre = q.before + q.seek(c, s.head);
+            let seek = if s.head == q.head.head {
+                same
+            } else {
+                *other.get_or_insert_with(|| q.seek(c, s.head))
+            };
+            let pre = q.before + seek;
             if pre >= q.limit || best.is_some_and(|(t, _)| pre > t) {
                 continue;
             }
-            let at = q.now + pre;
-            let Some((j, rot)) = self.first_extent_after(q, s, at) else {
+            let Some((j, rot)) = self.first_extent_after(q, s, q.angle_after(seek)) else {
                 continue;
             };
             let cand = (pre + rot, s.first_block + j);
@@ -589,26 +612,49 @@ impl FreeSpace {
         }
     }
 
-    /// On segment `s`, reached at instant `at`: the free extent whose first sector passes
-    /// under the head soonest, and that wait (exactly `Drive::rotational_wait`).
-    fn first_extent_after(&self, q: &Query<'_>, s: &Segment, at: Nanos) -> Option<(u32, Span)> {
-        let p = self.period_ns;
+    /// On segment `s`, reached with the platter at `angle` (ns into the revolution): the free
+    /// extent whose first sector passes under the head soonest, and that wait (exactly
+    /// `Drive::rotational_wait`).
+    fn first_extent_after(&self, q: &Query<'_>, s: &Segment, angle: u64) -> Option<(u32, Span)> {
+        if q.len > 1 && !self.has_extent(s, q.len) {
+            // Cheap bit test before the divisions below.
+            return None;
+        }
+        let p = q.period_ns;
         let spt = u64::from(s.spt);
         let bs = u64::from(self.block_sectors);
-        // The platter angle as `rotational_wait` computes it, and the first rotational index
-        // whose angle `p · idx / spt` (floored) is at or after it: idx ≥ ceil(angle·spt/p).
-        let angle = (at.0 % p + q.head.phase_ns) % p;
-        let t = (angle * spt).div_ceil(p) % spt;
-        // Blocks whose start is at or after `t` come first, in block order, then the rest
-        // (the segment spans less than one revolution).
-        let o = (t + spt - u64::from(s.base)) % spt;
+        // The first rotational index whose angle `p · idx / spt` (floored, as
+        // `Drive::locate`) is at or after `angle`: idx ≥ ceil(angle · spt / p).
+        let mut t = (angle * spt).div_ceil(p);
+        if t == spt {
+            t = 0;
+        }
+        // Blocks starting at or after `t` come first, in block order, then the rest: the
+        // segment spans less than one revolution.
+        let mut o = t + spt - u64::from(s.base);
+        if o >= spt {
+            o -= spt;
+        }
         let j0 = u32::try_from(o.div_ceil(bs).min(u64::from(s.blocks))).expect("< blocks");
         let j = self
             .find_extent(s, j0, s.blocks, q.len)
             .or_else(|| self.find_extent(s, 0, j0, q.len))?;
-        let idx = (u64::from(s.base) + u64::from(j) * bs) % spt;
-        let wait = q.drive.rotational_wait(at, q.head.phase_ns, p * idx / spt);
-        Some((j, wait))
+        let mut idx = u64::from(s.base) + u64::from(j) * bs;
+        if idx >= spt {
+            idx -= spt;
+        }
+        // `rotational_wait`: (sector angle − platter angle) mod p, both in 0..p.
+        let mut wait = p * idx / spt + p - angle;
+        if wait >= p {
+            wait -= p;
+        }
+        Some((j, Span(wait)))
+    }
+
+    /// Whether segment `s` holds any free extent of `len` blocks.
+    fn has_extent(&self, s: &Segment, len: u32) -> bool {
+        let words = &self.bits[s.word as usize..s.word as usize + s.blocks.div_ceil(64) as usize];
+        (0..s.blocks.div_ceil(64)).any(|w| extent_word(words, w, len) != 0)
     }
 
     /// The first `j` in `from..to` with blocks `j..j+len` of `s` all free.
@@ -637,12 +683,14 @@ impl FreeSpace {
 /// One search's constant inputs.
 struct Query<'a> {
     drive: &'a Drive,
-    now: Nanos,
     head: &'a HeadState,
     len: u32,
     /// Overhead and command overhead: paid before the seek starts.
     before: Span,
     limit: Span,
+    /// The platter angle (ns into the revolution) after `before`, with no seek.
+    angle0: u64,
+    period_ns: u64,
 }
 
 impl Query<'_> {
@@ -654,6 +702,17 @@ impl Query<'_> {
         };
         self.drive
             .seek_span(self.head.cylinder, self.head.head, to, Op::Write)
+    }
+
+    /// The platter angle when a seek of `seek` ends.
+    fn angle_after(&self, seek: Span) -> u64 {
+        let a = self.angle0 + seek.0;
+        // A seek is shorter than a revolution or two: a subtraction beats a division.
+        match a {
+            _ if a < self.period_ns => a,
+            _ if a < 2 * self.period_ns => a - self.period_ns,
+            _ => a % self.period_ns,
+        }
     }
 }
 
