@@ -358,7 +358,7 @@ fn empty_full_and_too_long_give_none() {
 }
 
 #[test]
-fn nearly_empty_answers_on_the_current_track() {
+fn empty_region_answers_within_one_block_of_rotation() {
     // Empty region, 8-sector blocks: the closest block is on the head's own track, less
     // than one block's time of rotation away.
     let d = st();
