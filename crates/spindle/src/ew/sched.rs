@@ -8,8 +8,11 @@
 //! - `write-first`: every eager write before any positioned request; `read-first` the
 //!   reverse (4.1). Both serve positioned requests SATF and should be given an age bound.
 //! - `satf-ew` (4.2): the closest positioned request against the closest free extent,
-//!   whichever the head reaches sooner, with the head forced to sweep in one direction
-//!   (only cylinders ahead are considered) until nothing is left ahead.
+//!   whichever the head reaches sooner. Free extents are searched only ahead of the head in
+//!   its sweep direction, which turns when none is left ahead: the paper forces the sweep
+//!   "to avoid trapping the disk head in a small region and exhausting the free blocks".
+//!   Reads are taken from anywhere (restricting them too cost 9–11 % of throughput at
+//!   Q = 64 on one disk, and is not what protects the free blocks).
 //! - `freebw-satf`, `freebw-scan` (4.3): the positioned requests are scheduled by SATF or
 //!   by SCAN (seek order in the sweep direction); before the next one, an eager write is
 //!   inserted if a free extent lies in the gap, that is if writing it and then going on
@@ -370,7 +373,7 @@ impl EwQueue {
             EwPolicy::SatfEw => {
                 for _ in 0..2 {
                     let dir = self.dir;
-                    let read = self.closest_positioned(now, head, drive, Some(dir));
+                    let read = self.closest_positioned(now, head, drive, None);
                     let write = self.closest_eager(now, head, drive, free, dir.sweep());
                     let best = match (read, write) {
                         (Some(r), Some(w)) => Some(if w.time < r.time { w } else { r }),

@@ -72,23 +72,30 @@ fn an_eager_write_goes_to_the_closest_free_block() {
 }
 
 #[test]
-fn satf_ew_keeps_sweeping_one_way_until_nothing_is_ahead() {
+fn satf_ew_takes_free_blocks_only_ahead_of_its_sweep_and_turns_when_none_is_left() {
     let (drive, mut free) = setup(0.0, 3);
-    // No free block anywhere: only the reads count.
+    // Free blocks only on cylinder 99, behind a head at 100 sweeping up.
     for b in 0..free.blocks() {
-        if free.is_free(b) {
+        if free.is_free(b) && free.cylinder(b) != 99 {
             free.allocate(b, 1);
         }
     }
+    let at = |cyl: u32| {
+        drive
+            .geometry()
+            .chs_to_lba(crate::drive::Chs { cylinder: cyl, head: 0, sector: 0 })
+            .expect("lba")
+    };
     let mut q = EwQueue::new(EwPolicy::SatfEw, None);
-    let at = |cyl: u32| drive.geometry().chs_to_lba(crate::drive::Chs { cylinder: cyl, head: 0, sector: 0 }).expect("lba");
-    // The head is at cylinder 100 sweeping up: the read at 99 is nearer but behind.
-    q.push(read(&drive, 1, at(99)));
-    q.push(read(&drive, 2, at(400)));
+    q.push(read(&drive, 1, at(900)));
+    q.push(write(2));
+    // The free block one cylinder back is sooner than a read 800 cylinders on, but behind.
     let p = q.pick(Nanos::ZERO, &head(100), &drive, &free).expect("a pick");
-    assert_eq!(p.request.id, 2, "the read ahead first");
-    let p = q.pick(Nanos::ZERO, &head(400), &drive, &free).expect("a pick");
-    assert_eq!(p.request.id, 1, "then the sweep turns");
+    assert_eq!(p.request.id, 1, "the read, not a free block behind the sweep");
+    // Nothing free ahead of 900: the sweep turns for the write.
+    let p = q.pick(Nanos::ZERO, &head(900), &drive, &free).expect("a pick");
+    assert_eq!(p.request.id, 2);
+    assert_eq!(free.cylinder(p.extent.expect("an extent").0), 99);
     assert_eq!(q.stats().reversals, 1);
 }
 
