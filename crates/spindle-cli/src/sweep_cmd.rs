@@ -96,7 +96,7 @@ pub fn run(args: SweepArgs, quiet: bool) -> anyhow::Result<()> {
 }
 
 /// The headline numbers of a report, in [`HEADLINE_FIELDS`] order.
-fn headline(r: &Report) -> [f64; 7] {
+fn headline(r: &Report) -> [f64; 9] {
     let l = &r.latency.all;
     [
         r.throughput_iops,
@@ -106,6 +106,8 @@ fn headline(r: &Report) -> [f64; 7] {
         l.p95_ms,
         l.p99_ms,
         r.mean_utilization(),
+        r.breakdown_ms.seek,
+        r.breakdown_ms.rotation,
     ]
 }
 
@@ -143,22 +145,23 @@ fn to_table(sweep: &Sweep, reports: &[Report]) -> String {
     );
     let mut header: Vec<String> = names.iter().zip(&widths).map(|(n, &w)| pad(n, w)).collect();
     header.push(format!(
-        "{:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>6}",
-        "IOPS", "MB/s", "mean ms", "p50", "p95", "p99", "util"
+        "{:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>6} {:>7} {:>7}",
+        "IOPS", "MB/s", "mean ms", "p50", "p95", "p99", "util", "seek", "rot"
     ));
     let _ = writeln!(s, "{}", header.join("  "));
     for (row, r) in rows.iter().zip(reports) {
-        let [iops, mb, mean, p50, p95, p99, util] = headline(r);
+        let [iops, mb, mean, p50, p95, p99, util, seek, rot] = headline(r);
         let mut cells: Vec<String> = row.iter().zip(&widths).map(|(v, &w)| pad(v, w)).collect();
         cells.push(format!(
-            "{iops:>10.1} {mb:>8.3} {mean:>9.3} {p50:>9.3} {p95:>9.3} {p99:>9.3} {:>5.1}%",
+            "{iops:>10.1} {mb:>8.3} {mean:>9.3} {p50:>9.3} {p95:>9.3} {p99:>9.3} {:>5.1}% {seek:>7.3} {rot:>7.3}",
             100.0 * util
         ));
         let _ = writeln!(s, "{}", cells.join("  "));
     }
     let _ = writeln!(
         s,
-        "(latency in ms over each point's measured requests; util = mean disk utilisation)"
+        "(latency in ms over each point's measured requests; util = mean disk utilisation; \
+         seek, rot = mean ms per request)"
     );
     s
 }
@@ -174,7 +177,7 @@ fn to_csv(sweep: &Sweep, reports: &[Report]) -> String {
             .into_iter()
             .map(|p| csv_field(&p.shown))
             .collect();
-        let [iops, mb, mean, p50, p95, p99, util] = headline(r);
+        let [iops, mb, mean, p50, p95, p99, util, seek, rot] = headline(r);
         cells.extend([
             format!("{iops:.3}"),
             format!("{mb:.3}"),
@@ -183,6 +186,8 @@ fn to_csv(sweep: &Sweep, reports: &[Report]) -> String {
             format!("{p95:.6}"),
             format!("{p99:.6}"),
             format!("{util:.6}"),
+            format!("{seek:.6}"),
+            format!("{rot:.6}"),
         ]);
         let _ = writeln!(s, "{}", cells.join(","));
     }
@@ -253,7 +258,7 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "workload.queue_depth,\"cfg, \"\"quoted\"\"\",throughput_iops,throughput_mb_s,mean_ms,p50_ms,p95_ms,p99_ms,utilization"
+            "workload.queue_depth,\"cfg, \"\"quoted\"\"\",throughput_iops,throughput_mb_s,mean_ms,p50_ms,p95_ms,p99_ms,utilization,seek_ms,rotation_ms"
         );
         assert_eq!(lines.len(), 5);
         assert!(lines[1].starts_with("1,\"a,b\",100.000,"), "{}", lines[1]);

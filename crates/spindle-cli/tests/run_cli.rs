@@ -68,8 +68,8 @@ fn csv_has_a_header_and_one_line_per_configuration() {
     );
     assert_eq!(
         lines.len(),
-        9,
-        "header + six schedulers + SR-Array + RAID-10"
+        10,
+        "header + six schedulers + SR-Array + RAID-10 + EW-Array"
     );
 }
 
@@ -116,7 +116,12 @@ fn impossible_parameters_fail_with_the_key() {
             "workload.data_set_bytes=99999999999999",
             "workload.data_set_bytes",
         ),
-        ("array.scheduler=elevator", "unknown variant"),
+        ("array.scheduler=elevator", "unknown scheduler"),
+        ("array.scheduler=satf-ew", "needs layout ew-array or ddm"),
+        (
+            "array.layout=ew-array",
+            "give array.dm and array.ds and array.dd",
+        ),
     ] {
         let o = spindle(&["run", "--set", set]);
         assert_eq!(o.status.code(), Some(2), "{set}");

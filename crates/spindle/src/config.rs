@@ -6,9 +6,9 @@
 //! a `read_file` function used for drive files and traces named by an experiment.
 
 use crate::array::{Array, ArrayConfig, Engine, HostRequest, WritePolicy, DEFAULT_NVRAM_ENTRIES};
+use crate::drive::{builtin_drive, parse_drive, Drive};
 use crate::ew::map_log::{MapLogConfig, DEFAULT_NVRAM_BYTES, DEFAULT_PORTIONS};
 use crate::ew::{EwArray, EwConfig, EwPolicy, EwShape};
-use crate::drive::{builtin_drive, parse_drive, Drive};
 use crate::layout::{Layout, LayoutConfig, Placement, Shape};
 use crate::metrics::Report;
 use crate::sched::Policy;
@@ -728,7 +728,10 @@ impl Experiment {
         if a.layout.is_eager() {
             return Err(self.error(
                 "array.layout",
-                format!("\"{}\" is an eager-writing layout, not Ds x Dr x Dm", a.layout.name()),
+                format!(
+                    "\"{}\" is an eager-writing layout, not Ds x Dr x Dm",
+                    a.layout.name()
+                ),
             ));
         }
         let ds = match a.ds {
@@ -842,10 +845,10 @@ impl Experiment {
     pub fn ew_shape(&self) -> Result<EwShape, ConfigError> {
         let a = &self.spec.array;
         let ddm = a.layout == LayoutName::Ddm;
-        if a.dr.is_some() {
+        if let Some(dr) = a.dr.filter(|&d| d != 1) {
             return Err(self.error(
                 "array.dr",
-                "eager-writing layouts have no rotational replicas (Dr)",
+                format!("eager-writing layouts have no rotational replicas: Dr is 1, got {dr}"),
             ));
         }
         let positive = |key: &str, v: Option<f64>| -> Result<Option<f64>, ConfigError> {
@@ -860,15 +863,16 @@ impl Experiment {
         if ddm {
             match a.dm {
                 Some(v) if v != 2 => {
-                    return Err(self.error(
-                        "array.dm",
-                        format!("is 2 for layout \"ddm\", got {v}"),
-                    ))
+                    return Err(self.error("array.dm", format!("is 2 for layout \"ddm\", got {v}")))
                 }
                 _ => dm = Some(2.0),
             }
         }
-        let mut dims = [positive("dm", dm)?, positive("ds", a.ds)?, positive("dd", a.dd)?];
+        let mut dims = [
+            positive("dm", dm)?,
+            positive("ds", a.ds)?,
+            positive("dd", a.dd)?,
+        ];
         let names = ["dm", "ds", "dd"];
         let missing: Vec<usize> = (0..3).filter(|&i| dims[i].is_none()).collect();
         match (missing.as_slice(), a.disks) {
@@ -896,7 +900,7 @@ impl Experiment {
                 format!("must be a whole number of replicas >= 1, got {dm}"),
             ));
         }
-        if !(dd > 1.0) {
+        if dd.is_nan() || dd <= 1.0 {
             return Err(self.error(
                 "array.dd",
                 format!("must be > 1 (the dilution 1/utilisation: eager writing needs free blocks), got {dd}"),
@@ -911,7 +915,10 @@ impl Experiment {
         let total = shape.disks().ok_or_else(|| {
             self.error(
                 "array.dd",
-                format!("Ds x Dd = {ds} x {dd} = {} must be a whole number of disks", ds * dd),
+                format!(
+                    "Ds x Dd = {ds} x {dd} = {} must be a whole number of disks",
+                    ds * dd
+                ),
             )
         })?;
         if let Some(d) = a.disks {
@@ -1064,18 +1071,17 @@ impl Experiment {
                     }
                 }
                 let shape = self.shape()?;
-                let policy = match a.scheduler {
-                    None => Policy::Fcfs,
-                    Some(SchedulerName::Disk(p)) => p,
-                    Some(SchedulerName::Eager(p)) => {
-                        return Err(self.error(
+                let policy =
+                    match a.scheduler {
+                        None => Policy::Fcfs,
+                        Some(SchedulerName::Disk(p)) => p,
+                        Some(SchedulerName::Eager(p)) => return Err(self.error(
                             "array.scheduler",
                             format!(
                                 "{p} is an eager-writing policy: it needs layout ew-array or ddm"
                             ),
-                        ))
-                    }
-                };
+                        )),
+                    };
                 let layout = Layout::new(
                     &drive,
                     &LayoutConfig {

@@ -25,7 +25,7 @@ pub const MAX_POINTS: usize = 100_000;
 
 /// The headline fields a sweep prints for each point, beside its axis values (see
 /// `docs/sweep.md`); an axis cannot be named like one of them.
-pub const HEADLINE_FIELDS: [&str; 7] = [
+pub const HEADLINE_FIELDS: [&str; 9] = [
     "throughput_iops",
     "throughput_mb_s",
     "mean_ms",
@@ -33,6 +33,8 @@ pub const HEADLINE_FIELDS: [&str; 7] = [
     "p95_ms",
     "p99_ms",
     "utilization",
+    "seek_ms",
+    "rotation_ms",
 ];
 
 /// One axis of a sweep.

@@ -41,7 +41,10 @@ fn fig_1a(drive: &str, dds: &[f64]) -> Vec<(f64, f64, f64)> {
                 ],
             );
             let b = &r.breakdown_ms;
-            eprintln!("{drive} Dd {dd}: rotation {:.3} ms, seek {:.3} ms, mean {:.3} ms", b.rotation, b.seek, r.latency.all.mean_ms);
+            eprintln!(
+                "{drive} Dd {dd}: rotation {:.3} ms, seek {:.3} ms, mean {:.3} ms",
+                b.rotation, b.seek, r.latency.all.mean_ms
+            );
             (dd, b.rotation, b.seek)
         })
         .collect()
@@ -68,7 +71,13 @@ fn fig_1a_eager_write_rotational_wait_is_below_1ms_at_80_percent_utilisation() {
 fn fig_1a_eager_write_rotational_wait_falls_with_dilution() {
     let runs = fig_1a("st39133lwv", &[1.25, 1.5, 2.0, 4.0]);
     for w in runs.windows(2) {
-        assert!(w[1].1 < w[0].1, "Dd {}: {:.4} ms did not fall from {:.4}", w[1].0, w[1].1, w[0].1);
+        assert!(
+            w[1].1 < w[0].1,
+            "Dd {}: {:.4} ms did not fall from {:.4}",
+            w[1].0,
+            w[1].1,
+            w[0].1
+        );
     }
 }
 
@@ -82,7 +91,10 @@ fn fig_2_the_best_four_disk_ew_array_halves_single_disk_latency() {
     let data = (disk.capacity_sectors() * 512 * 9 / 10 / 4096 * 4096).to_string();
     let single = run(
         "layout = \"jbod\"\ndisks = 1",
-        &[("workload.read_fraction", "0.5"), ("workload.data_set_bytes", &data)],
+        &[
+            ("workload.read_fraction", "0.5"),
+            ("workload.data_set_bytes", &data),
+        ],
     );
     let shapes = [
         (1, 3.2, 1.25),
@@ -95,13 +107,22 @@ fn fig_2_the_best_four_disk_ew_array_halves_single_disk_latency() {
     for (dm, ds, dd) in shapes {
         let r = run(
             &ew(dm, ds, dd),
-            &[("workload.read_fraction", "0.5"), ("array.data_set_bytes", &data)],
+            &[
+                ("workload.read_fraction", "0.5"),
+                ("array.data_set_bytes", &data),
+            ],
         );
-        eprintln!("M{dm}S{ds}D{dd}: {:.3} ms (single disk {:.3})", r.latency.all.mean_ms, single.latency.all.mean_ms);
+        eprintln!(
+            "M{dm}S{ds}D{dd}: {:.3} ms (single disk {:.3})",
+            r.latency.all.mean_ms, single.latency.all.mean_ms
+        );
         best = best.min(r.latency.all.mean_ms);
     }
     let ratio = best / single.latency.all.mean_ms;
-    assert!(ratio <= 0.55, "best 4-disk EW-Array at {ratio:.3}x of one disk");
+    assert!(
+        ratio <= 0.55,
+        "best 4-disk EW-Array at {ratio:.3}x of one disk"
+    );
 }
 
 /// Fig. 4 at Q = 64: one disk at Dd = 2 (half the disk holds data), 50 % writes, random
@@ -138,9 +159,18 @@ fn fig_4_scheduler_ordering_at_q64() {
     let (hybrid, satf_ew) = (fig_4("freebw-hybrid", 3), fig_4("satf-ew", 3));
     let (scan, satf) = (fig_4("freebw-scan", 3), fig_4("freebw-satf", 3));
     let read_first = fig_4("read-first", 3);
-    assert!(hybrid >= satf_ew, "FreeBW-Hybrid {hybrid:.1} < SATF-EW {satf_ew:.1}");
-    assert!(satf_ew > read_first, "SATF-EW {satf_ew:.1} <= read-first {read_first:.1}");
-    assert!(scan > satf, "FreeBW-SCAN {scan:.1} <= FreeBW-SATF {satf:.1}");
+    assert!(
+        hybrid >= satf_ew,
+        "FreeBW-Hybrid {hybrid:.1} < SATF-EW {satf_ew:.1}"
+    );
+    assert!(
+        satf_ew > read_first,
+        "SATF-EW {satf_ew:.1} <= read-first {read_first:.1}"
+    );
+    assert!(
+        scan > satf,
+        "FreeBW-SCAN {scan:.1} <= FreeBW-SATF {satf:.1}"
+    );
 }
 
 /// The rest of the fig. 4 bound: SATF-EW > FreeBW-SCAN and SATF-EW > write-first.
@@ -156,8 +186,14 @@ fn fig_4_satf_ew_beats_freebw_scan_and_write_first() {
         let satf_ew = fig_4("satf-ew", seed);
         let scan = fig_4("freebw-scan", seed);
         let write_first = fig_4("write-first", seed);
-        assert!(satf_ew > scan, "seed {seed}: SATF-EW {satf_ew:.1} <= FreeBW-SCAN {scan:.1}");
-        assert!(satf_ew > write_first, "seed {seed}: SATF-EW {satf_ew:.1} <= write-first {write_first:.1}");
+        assert!(
+            satf_ew > scan,
+            "seed {seed}: SATF-EW {satf_ew:.1} <= FreeBW-SCAN {scan:.1}"
+        );
+        assert!(
+            satf_ew > write_first,
+            "seed {seed}: SATF-EW {satf_ew:.1} <= write-first {write_first:.1}"
+        );
     }
 }
 
@@ -173,10 +209,19 @@ fn map_maintenance_is_under_one_percent_of_disk_time() {
     let r = exp
         .run(&no_files, &no_trace, &mut |_, _, _, _| {})
         .expect("experiment runs");
-    let share = r.map_logging_share.expect("an eager-writing array reports map logging");
+    let share = r
+        .map_logging_share
+        .expect("an eager-writing array reports map logging");
     let recovery = r.map_recovery_ms.expect("and its recovery time");
-    eprintln!("map logging {:.4} % of disk time, recovery {recovery:.1} ms", 100.0 * share);
+    eprintln!(
+        "map logging {:.4} % of disk time, recovery {recovery:.1} ms",
+        100.0 * share
+    );
     assert!(share > 0.0, "the map log was written");
-    assert!(share < 0.01, "map logging {:.3} % of disk time", 100.0 * share);
+    assert!(
+        share < 0.01,
+        "map logging {:.3} % of disk time",
+        100.0 * share
+    );
     assert!(recovery > 0.0);
 }

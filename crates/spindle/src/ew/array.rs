@@ -278,7 +278,10 @@ impl EwArray {
             ));
         }
         if s.ddm && cfg.sync_copies != 2 {
-            return Err("a Doubly Distorted Mirror writes both copies synchronously: sync_copies = 2".into());
+            return Err(
+                "a Doubly Distorted Mirror writes both copies synchronously: sync_copies = 2"
+                    .into(),
+            );
         }
         let disks_total = s.dm as usize * n as usize;
         let drive = if drive.cache().is_some() {
@@ -307,7 +310,9 @@ impl EwArray {
         let data_set = cfg.data_set_bytes.unwrap_or(disk_bytes);
         let logical = data_set / BLOCK_BYTES;
         if logical == 0 {
-            return Err(format!("the data set of {data_set} bytes holds no 4 KiB block"));
+            return Err(format!(
+                "the data set of {data_set} bytes holds no 4 KiB block"
+            ));
         }
         let logical_blocks = u32::try_from(logical)
             .map_err(|_| format!("the data set of {data_set} bytes has more than 2^32 blocks"))?;
@@ -360,7 +365,7 @@ impl EwArray {
                 initial.set(b, m, slot);
             }
         }
-        let map = MapLog::new(cfg.map.clone(), initial)?;
+        let map = MapLog::new(cfg.map, initial)?;
         let log_lba = bands[0].lba(bands[0].blocks() - 1) + u64::from(block_sectors);
         if log_lba + map.region_sectors() > drive.capacity_sectors() {
             return Err(format!(
@@ -432,7 +437,7 @@ impl EwArray {
             zombies: BTreeSet::new(),
             pending_blocks: 0,
             promoted_blocks: 0,
-            map_cfg: cfg.map.clone(),
+            map_cfg: cfg.map,
             nvram_entries: cfg.nvram_entries,
             prop_order: VecDeque::new(),
             stalled: VecDeque::new(),
@@ -829,9 +834,7 @@ impl EwArray {
                 let t = d
                     .free
                     .closest(&self.drive, now, &d.head, blocks, Sweep::Any)
-                    .or_else(|| {
-                        d.free.closest(&self.drive, now, &d.head, 1, Sweep::Any)
-                    })
+                    .or_else(|| d.free.closest(&self.drive, now, &d.head, 1, Sweep::Any))
                     .map_or(Span(u64::MAX), |(_, t)| t);
                 if best_idle.is_none_or(|(bt, _)| t < bt) {
                     best_idle = Some((t, m));
@@ -878,7 +881,12 @@ impl EwArray {
         }
         let bs = self.block_sectors;
         let xfer = match (request.work, extent) {
-            (Work::Positioned { op, lba, sectors, .. }, _) => Transfer { op, lba, sectors },
+            (
+                Work::Positioned {
+                    op, lba, sectors, ..
+                },
+                _,
+            ) => Transfer { op, lba, sectors },
             (Work::Eager { blocks }, Some((e, len))) => {
                 if len < blocks {
                     self.split_eager(now, d, id, len);
@@ -1382,7 +1390,11 @@ impl EwArray {
 
 impl Engine for EwArray {
     fn handle(&mut self, now: Nanos, ev: Event) {
-        assert!(now >= self.now, "time went backwards: {now:?} < {:?}", self.now);
+        assert!(
+            now >= self.now,
+            "time went backwards: {now:?} < {:?}",
+            self.now
+        );
         self.now = now;
         match ev {
             Event::Host(req) => self.accept(now, req),
@@ -1447,8 +1459,7 @@ impl Engine for EwArray {
     /// memory work and not timed.
     fn recovery_time(&self) -> Option<Span> {
         let p = self.map.crash();
-        let (_, sectors) =
-            MapLog::recover(&p, &self.map_cfg, self.logical_blocks, self.dm).ok()?;
+        let (_, sectors) = MapLog::recover(&p, &self.map_cfg, self.logical_blocks, self.dm).ok()?;
         if sectors == 0 {
             return Some(Span::ZERO);
         }

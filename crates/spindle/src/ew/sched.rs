@@ -288,13 +288,7 @@ impl EwQueue {
 
     /// SCAN's next positioned request: the nearest cylinder ahead in `dir` (SATF among
     /// requests on that cylinder).
-    fn next_in_sweep(
-        &self,
-        now: Nanos,
-        head: &HeadState,
-        drive: &Drive,
-        dir: Dir,
-    ) -> Option<Cand> {
+    fn next_in_sweep(&self, now: Nanos, head: &HeadState, drive: &Drive, dir: Dir) -> Option<Cand> {
         let mut best: Option<(u32, Span, u64, usize)> = None;
         for (i, r) in self.reqs.iter().enumerate() {
             let Work::Positioned { op, target, .. } = r.work else {

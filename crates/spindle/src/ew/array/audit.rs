@@ -31,10 +31,23 @@ impl Audit {
             let at = (disk, slot + i as u32);
             match self.contents.get(&at) {
                 Some(&(b, got)) => {
-                    assert_eq!(b, block + i as u32, "disk {disk} block {} holds another block's data", at.1);
-                    assert!(got >= v, "read of block {b} saw version {got}, older than acknowledged {v}");
+                    assert_eq!(
+                        b,
+                        block + i as u32,
+                        "disk {disk} block {} holds another block's data",
+                        at.1
+                    );
+                    assert!(
+                        got >= v,
+                        "read of block {b} saw version {got}, older than acknowledged {v}"
+                    );
                 }
-                None => assert_eq!(v, 0, "read of block {} saw the initial data after write {v} was acknowledged", block + i as u32),
+                None => assert_eq!(
+                    v,
+                    0,
+                    "read of block {} saw the initial data after write {v} was acknowledged",
+                    block + i as u32
+                ),
             }
         }
         self.reads_checked += 1;

@@ -31,7 +31,14 @@ fn config(dm: u32, ds: f64, dd: f64, ddm: bool, sync: u32, policy: EwPolicy) -> 
 /// Drives `a` with a closed loop of `q` random requests (1–3 blocks, `reads` of them
 /// reads) until `requests` are answered or `stop_after` events have been handled (a crash).
 /// Returns how many were answered; panics if one is answered twice.
-fn run(a: &mut EwArray, requests: u64, q: u64, reads: f64, seed: u64, stop_after: Option<u64>) -> u64 {
+fn run(
+    a: &mut EwArray,
+    requests: u64,
+    q: u64,
+    reads: f64,
+    seed: u64,
+    stop_after: Option<u64>,
+) -> u64 {
     let mut rng = Pcg64Mcg::seed_from_u64(seed);
     let cap_blocks = a.capacity() / 8;
     let mut heap: BinaryHeap<Reverse<(Nanos, u64, usize)>> = BinaryHeap::new();
@@ -42,7 +49,11 @@ fn run(a: &mut EwArray, requests: u64, q: u64, reads: f64, seed: u64, stop_after
     let issue = |a: &mut EwArray, at: Nanos, rng: &mut Pcg64Mcg, issued: &mut u64| {
         let blocks = rng.gen_range(1..=3u64);
         let b = rng.gen_range(0..cap_blocks - blocks);
-        let op = if rng.gen_bool(reads) { Op::Read } else { Op::Write };
+        let op = if rng.gen_bool(reads) {
+            Op::Read
+        } else {
+            Op::Write
+        };
         a.handle(
             at,
             Event::Host(HostRequest {
@@ -107,18 +118,36 @@ fn assert_settled(a: &EwArray) {
         for b in 0..a.logical_blocks {
             for m in 0..a.dm {
                 if a.disk_of(b, m) == d {
-                    assert!(referenced.insert(a.map.map().get(b, m)), "disk {d}: two blocks at one location");
+                    assert!(
+                        referenced.insert(a.map.map().get(b, m)),
+                        "disk {d}: two blocks at one location"
+                    );
                 }
             }
         }
         if a.shape.ddm {
             let away: Vec<u32> = (0..a.logical_blocks)
-                .filter(|&b| a.disk_of(b, a.home_replica(b)) == d && a.map.map().get(b, a.home_replica(b)) != a.home_slot(b))
+                .filter(|&b| {
+                    a.disk_of(b, a.home_replica(b)) == d
+                        && a.map.map().get(b, a.home_replica(b)) != a.home_slot(b)
+                })
                 .collect();
-            assert!(away.is_empty(), "disk {d}: {} blocks not moved home, e.g. {:?}", away.len(), &away[..away.len().min(5)]);
+            assert!(
+                away.is_empty(),
+                "disk {d}: {} blocks not moved home, e.g. {:?}",
+                away.len(),
+                &away[..away.len().min(5)]
+            );
         }
-        let leaked: Vec<u32> = (0..disk.free.blocks()).filter(|&s| !disk.free.is_free(s) && !referenced.contains(&s) && !a.is_home(d, s)).collect();
-        assert!(leaked.is_empty(), "disk {d}: {} blocks used but unmapped, e.g. {:?}", leaked.len(), &leaked[..leaked.len().min(5)]);
+        let leaked: Vec<u32> = (0..disk.free.blocks())
+            .filter(|&s| !disk.free.is_free(s) && !referenced.contains(&s) && !a.is_home(d, s))
+            .collect();
+        assert!(
+            leaked.is_empty(),
+            "disk {d}: {} blocks used but unmapped, e.g. {:?}",
+            leaked.len(),
+            &leaked[..leaked.len().min(5)]
+        );
         assert_eq!(
             disk.free.blocks() - disk.free.free_blocks(),
             a.column_blocks(c),
@@ -165,7 +194,16 @@ fn the_nvram_limit_moves_propagations_to_the_foreground() {
     let cap = a.capacity() / 8;
     for _ in 0..32 {
         let b = rng.gen_range(0..cap);
-        a.handle(Nanos::ZERO, Event::Host(HostRequest { id: issued, op: Op::Write, lba: b * 8, sectors: 8, arrival: Nanos::ZERO }));
+        a.handle(
+            Nanos::ZERO,
+            Event::Host(HostRequest {
+                id: issued,
+                op: Op::Write,
+                lba: b * 8,
+                sectors: 8,
+                arrival: Nanos::ZERO,
+            }),
+        );
         issued += 1;
     }
     loop {
@@ -178,7 +216,16 @@ fn the_nvram_limit_moves_propagations_to_the_foreground() {
                 Action::Complete(c) => {
                     if issued < 2000 {
                         let b = rng.gen_range(0..cap);
-                        a.handle(c.done, Event::Host(HostRequest { id: issued, op: Op::Write, lba: b * 8, sectors: 8, arrival: c.done }));
+                        a.handle(
+                            c.done,
+                            Event::Host(HostRequest {
+                                id: issued,
+                                op: Op::Write,
+                                lba: b * 8,
+                                sectors: 8,
+                                arrival: c.done,
+                            }),
+                        );
                         issued += 1;
                     }
                 }
@@ -186,10 +233,15 @@ fn the_nvram_limit_moves_propagations_to_the_foreground() {
         }
         // Each completed write adds at most 2 pending blocks beyond what is promoted.
         max_pending = max_pending.max(a.pending_blocks() - a.promoted_blocks);
-        let Some(Reverse((t, _, disk))) = heap.pop() else { break };
+        let Some(Reverse((t, _, disk))) = heap.pop() else {
+            break;
+        };
         a.handle(t, Event::DiskDone { disk });
     }
-    assert!(max_pending <= 5 + 2, "unpromoted pending blocks reached {max_pending}");
+    assert!(
+        max_pending <= 5 + 2,
+        "unpromoted pending blocks reached {max_pending}"
+    );
     assert_settled(&a);
 }
 
@@ -214,7 +266,11 @@ fn a_crash_at_any_point_recovers_the_live_map_pointing_at_acknowledged_data() {
         let p = a.map.crash();
         let (map, _) = MapLog::recover(&p, &a.map_cfg, a.logical_blocks, a.dm)
             .unwrap_or_else(|e| panic!("crash {i}: recovery failed: {e}"));
-        assert_eq!(&map, a.map.map(), "crash {i} at event {stop}: recovered map");
+        assert_eq!(
+            &map,
+            a.map.map(),
+            "crash {i} at event {stop}: recovered map"
+        );
         // Every copy the NVRAM table calls fresh holds the last acknowledged data.
         for b in 0..a.logical_blocks {
             let acked = a.table.get(&b).map_or(0, |st| st.acked);
@@ -228,10 +284,19 @@ fn a_crash_at_any_point_recovers_the_live_map_pointing_at_acknowledged_data() {
                 let loc = map.get(b, m);
                 match a.audit.contents.get(&(d, loc)) {
                     Some(&(held, v)) => {
-                        assert_eq!(held, b, "crash {i}: block {b} copy {m} points at block {held}'s data");
-                        assert!(v >= acked, "crash {i}: block {b} copy {m} holds {v} < acknowledged {acked}");
+                        assert_eq!(
+                            held, b,
+                            "crash {i}: block {b} copy {m} points at block {held}'s data"
+                        );
+                        assert!(
+                            v >= acked,
+                            "crash {i}: block {b} copy {m} holds {v} < acknowledged {acked}"
+                        );
                     }
-                    None => assert_eq!(acked, 0, "crash {i}: block {b} copy {m} points at initial data after write {acked}"),
+                    None => assert_eq!(
+                        acked, 0,
+                        "crash {i}: block {b} copy {m} points at initial data after write {acked}"
+                    ),
                 }
             }
         }
@@ -251,6 +316,8 @@ fn impossible_shapes_are_refused_with_the_reason() {
     assert!(err(1, 1.0, 2.0, false, 2).contains("sync_copies"));
     let mut cfg = config(1, 0.5, 2.0, false, 1, EwPolicy::SatfEw);
     cfg.data_set_bytes = None;
-    let e = EwArray::new(drive(), &cfg).err().expect("a band of two disks does not fit");
+    let e = EwArray::new(drive(), &cfg)
+        .err()
+        .expect("a band of two disks does not fit");
     assert!(e.contains("do not fit"), "{e}");
 }

@@ -67,7 +67,9 @@ fn an_eager_write_goes_to_the_closest_free_block() {
     let p = q.pick(Nanos(77), &h, &drive, &free).expect("a pick");
     let (b, len) = p.extent.expect("an extent");
     assert_eq!(len, 1);
-    let want = free.closest(&drive, Nanos(77), &h, 1, Sweep::Any).expect("free");
+    let want = free
+        .closest(&drive, Nanos(77), &h, 1, Sweep::Any)
+        .expect("free");
     assert_eq!(b, want.0);
 }
 
@@ -83,17 +85,28 @@ fn satf_ew_takes_free_blocks_only_ahead_of_its_sweep_and_turns_when_none_is_left
     let at = |cyl: u32| {
         drive
             .geometry()
-            .chs_to_lba(crate::drive::Chs { cylinder: cyl, head: 0, sector: 0 })
+            .chs_to_lba(crate::drive::Chs {
+                cylinder: cyl,
+                head: 0,
+                sector: 0,
+            })
             .expect("lba")
     };
     let mut q = EwQueue::new(EwPolicy::SatfEw, None);
     q.push(read(&drive, 1, at(900)));
     q.push(write(2));
     // The free block one cylinder back is sooner than a read 800 cylinders on, but behind.
-    let p = q.pick(Nanos::ZERO, &head(100), &drive, &free).expect("a pick");
-    assert_eq!(p.request.id, 1, "the read, not a free block behind the sweep");
+    let p = q
+        .pick(Nanos::ZERO, &head(100), &drive, &free)
+        .expect("a pick");
+    assert_eq!(
+        p.request.id, 1,
+        "the read, not a free block behind the sweep"
+    );
     // Nothing free ahead of 900: the sweep turns for the write.
-    let p = q.pick(Nanos::ZERO, &head(900), &drive, &free).expect("a pick");
+    let p = q
+        .pick(Nanos::ZERO, &head(900), &drive, &free)
+        .expect("a pick");
     assert_eq!(p.request.id, 2);
     assert_eq!(free.cylinder(p.extent.expect("an extent").0), 99);
     assert_eq!(q.stats().reversals, 1);
@@ -120,10 +133,27 @@ fn free_bandwidth_inserts_a_write_only_where_it_does_not_delay_the_read() {
             if p.request.id == 2 {
                 inserted += 1;
                 let (b, len) = p.extent.expect("an extent");
-                let a = drive.access(now, &h, Transfer { op: Op::Write, lba: free.lba(b), sectors: len * 8 }, None, None::<&mut Pcg64Mcg>);
-                let after = HeadState { cylinder: a.end_cylinder, head: a.end_head, phase_ns: h.phase_ns };
+                let a = drive.access(
+                    now,
+                    &h,
+                    Transfer {
+                        op: Op::Write,
+                        lba: free.lba(b),
+                        sectors: len * 8,
+                    },
+                    None,
+                    None::<&mut Pcg64Mcg>,
+                );
+                let after = HeadState {
+                    cylinder: a.end_cylinder,
+                    head: a.end_head,
+                    phase_ns: h.phase_ns,
+                };
                 let via = a.end + drive.position_time(a.end, &after, Op::Read, &target);
-                assert!(via <= direct, "{policy}: the write delayed the read ({via:?} > {direct:?})");
+                assert!(
+                    via <= direct,
+                    "{policy}: the write delayed the read ({via:?} > {direct:?})"
+                );
             }
         }
     }
@@ -140,7 +170,9 @@ fn the_age_bound_serves_the_oldest_first() {
     let mut w = write(2);
     w.queued_at = Nanos(Span::from_ms(15).0);
     q.push(w);
-    let p = q.pick(Nanos(Span::from_ms(20).0), &head(0), &drive, &free).expect("a pick");
+    let p = q
+        .pick(Nanos(Span::from_ms(20).0), &head(0), &drive, &free)
+        .expect("a pick");
     assert_eq!(p.request.id, 1, "the read waited 20 ms > 10 ms");
     assert_eq!(q.stats().aged_picks, 1);
 }
