@@ -8,7 +8,8 @@
 //! default 64 KiB) over its group's N disks: logical block b lives on column c of every
 //! group. On each disk the column's blocks occupy a band of the outer tracks Dd times
 //! their size (1/Ds of the disk for a data set of one disk), so utilisation is 1/Dd.
-//! Blocks are 4 KiB; initially a column's blocks are spread evenly over the band.
+//! Blocks are 4 KiB; initially each stripe unit's blocks lie together (a multi-block read
+//! is one command) and the free blocks are spread evenly between the stripe units.
 //!
 //! **Writes** (4.5) are eager: a write goes to the idle candidate disk (one per group)
 //! whose head is closest to a free extent, else to the shortest queue, and its disk's
@@ -234,6 +235,15 @@ pub struct EwArray {
     pub(crate) audit: audit::Audit,
 }
 
+/// Where a column's `i`-th block is placed at the start (and a DDM home): the column's
+/// stripe units of `unit` blocks in order, each kept together, with the `slots − blocks`
+/// free blocks spread evenly between them.
+fn initial_slot(i: u32, blocks: u32, slots: u32, unit: u32) -> BlockId {
+    let units = u64::from(blocks.div_ceil(unit).max(1));
+    let gap = u64::from(slots - blocks) * u64::from(i / unit) / units;
+    i + gap as BlockId
+}
+
 /// Where each logical block lives by column: `(column, index within the column)`.
 fn column_of(b: u32, unit: u32, n: u32) -> (u32, u32) {
     let stripe = b / unit;
@@ -353,14 +363,15 @@ impl EwArray {
             };
             bands.push(free);
         }
-        // Initial placement: a column's blocks spread evenly over its band.
-        let spread = |i: u32, blocks: u32, slots: u32| -> BlockId {
-            (u64::from(i) * u64::from(slots) / u64::from(blocks.max(1))) as BlockId
-        };
         let mut initial = L2pMap::new(logical_blocks, s.dm);
         for b in 0..logical_blocks {
             let (c, i) = column_of(b, unit_blocks, n);
-            let slot = spread(i, per_column[c as usize], bands[c as usize].blocks());
+            let slot = initial_slot(
+                i,
+                per_column[c as usize],
+                bands[c as usize].blocks(),
+                unit_blocks,
+            );
             for m in 0..s.dm {
                 initial.set(b, m, slot);
             }
@@ -384,7 +395,7 @@ impl EwArray {
             }
             let replica = (d / n as usize) as u32;
             for i in 0..blocks {
-                let slot = spread(i, blocks, free.blocks());
+                let slot = initial_slot(i, blocks, free.blocks(), unit_blocks);
                 free.allocate(slot, 1);
                 // Column index i is in stripe row i / unit, whose home alternates.
                 if s.ddm && (i / unit_blocks) % 2 == replica {
@@ -493,8 +504,7 @@ impl EwArray {
     fn home_slot(&self, b: u32) -> BlockId {
         let (c, i) = column_of(b, self.unit_blocks, self.n);
         let d = &self.disks[c as usize];
-        let blocks = self.column_blocks(c);
-        (u64::from(i) * u64::from(d.free.blocks()) / u64::from(blocks.max(1))) as BlockId
+        initial_slot(i, self.column_blocks(c), d.free.blocks(), self.unit_blocks)
     }
 
     fn column_blocks(&self, c: u32) -> u32 {
