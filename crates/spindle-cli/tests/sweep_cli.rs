@@ -56,7 +56,7 @@ fn one_row_per_point_carrying_its_axis_values_in_every_format() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines[0],
-        "workload.queue_depth,config,throughput_iops,throughput_mb_s,mean_ms,p50_ms,p95_ms,p99_ms,utilization"
+        "workload.queue_depth,config,throughput_iops,throughput_mb_s,mean_ms,p50_ms,p95_ms,p99_ms,utilization,seek_ms,rotation_ms"
     );
     assert_eq!(lines.len(), 1 + 6);
     for (line, (q, label)) in lines[1..].iter().zip(combos) {

@@ -1014,114 +1014,113 @@ impl Experiment {
         let drive = Arc::new(drive);
         // (the controller, JBOD disks a trace's devices may map to, layout and scheduler as
         // the report names them)
-        let (array, jbod_disks, layout_label, scheduler_label): (Box<dyn Engine>, _, _, _) = if a
-            .layout
-            .is_eager()
-        {
-            let shape = self.ew_shape()?;
-            let policy = match a.scheduler {
-                None => EwPolicy::SatfEw,
-                Some(SchedulerName::Eager(p)) => p,
-                Some(SchedulerName::Disk(p)) => {
-                    return Err(self.error(
-                        "array.scheduler",
-                        format!(
-                            "{p} is not an eager-writing policy; {} needs write-first, \
+        let (array, jbod_disks, layout_label, scheduler_label): (Box<dyn Engine>, _, _, _) =
+            if a.layout.is_eager() {
+                let shape = self.ew_shape()?;
+                let policy = match a.scheduler {
+                    None => EwPolicy::SatfEw,
+                    Some(SchedulerName::Eager(p)) => p,
+                    Some(SchedulerName::Disk(p)) => {
+                        return Err(self.error(
+                            "array.scheduler",
+                            format!(
+                                "{p} is not an eager-writing policy; {} needs write-first, \
                                  read-first, satf-ew, freebw-satf, freebw-scan or freebw-hybrid",
-                            a.layout.name()
-                        ),
-                    ))
-                }
-            };
-            let sync_copies = a.sync_copies.unwrap_or(if shape.ddm { 2 } else { 1 });
-            let ew = EwArray::new(
-                drive.clone(),
-                &EwConfig {
-                    shape,
-                    stripe_unit_bytes: a.stripe_unit_bytes,
-                    data_set_bytes: a.data_set_bytes,
-                    sync_copies,
-                    policy,
-                    age_bound,
-                    random_phase: a.random_phase,
-                    noise: s.drive.noise,
-                    seed: s.seed,
-                    nvram_entries: a.nvram_entries,
-                    map: MapLogConfig {
-                        nvram_bytes: a.map_nvram_bytes,
-                        portions: a.map_portions,
-                        sector_bytes: drive.geometry().sector_bytes(),
+                                a.layout.name()
+                            ),
+                        ))
+                    }
+                };
+                let sync_copies = a.sync_copies.unwrap_or(if shape.ddm { 2 } else { 1 });
+                let ew = EwArray::new(
+                    drive.clone(),
+                    &EwConfig {
+                        shape,
+                        stripe_unit_bytes: a.stripe_unit_bytes,
+                        data_set_bytes: a.data_set_bytes,
+                        sync_copies,
+                        policy,
+                        age_bound,
+                        random_phase: a.random_phase,
+                        noise: s.drive.noise,
+                        seed: s.seed,
+                        nvram_entries: a.nvram_entries,
+                        map: MapLogConfig {
+                            nvram_bytes: a.map_nvram_bytes,
+                            portions: a.map_portions,
+                            sector_bytes: drive.geometry().sector_bytes(),
+                        },
                     },
-                },
-            )
-            .map_err(|m| self.error("array", m))?;
-            let label = format!("{} sync-{sync_copies}", shape.describe());
-            (Box::new(ew), None, label, policy.to_string())
-        } else {
-            for (key, given) in [
-                ("array.dd", a.dd.is_some()),
-                ("array.sync_copies", a.sync_copies.is_some()),
-            ] {
-                if given {
-                    return Err(self.error(
-                        key,
-                        format!(
-                            "applies to the eager-writing layouts (ew-array, ddm), not \"{}\"",
-                            a.layout.name()
-                        ),
-                    ));
+                )
+                .map_err(|m| self.error("array", m))?;
+                let label = format!("{} sync-{sync_copies}", shape.describe());
+                (Box::new(ew), None, label, policy.to_string())
+            } else {
+                for (key, given) in [
+                    ("array.dd", a.dd.is_some()),
+                    ("array.sync_copies", a.sync_copies.is_some()),
+                ] {
+                    if given {
+                        return Err(self.error(
+                            key,
+                            format!(
+                                "applies to the eager-writing layouts (ew-array, ddm), not \"{}\"",
+                                a.layout.name()
+                            ),
+                        ));
+                    }
                 }
-            }
-            let shape = self.shape()?;
-            let policy = match a.scheduler {
-                None => Policy::Fcfs,
-                Some(SchedulerName::Disk(p)) => p,
-                Some(SchedulerName::Eager(p)) => {
-                    return Err(self.error(
-                        "array.scheduler",
-                        format!("{p} is an eager-writing policy: it needs layout ew-array or ddm"),
-                    ))
-                }
+                let shape = self.shape()?;
+                let policy =
+                    match a.scheduler {
+                        None => Policy::Fcfs,
+                        Some(SchedulerName::Disk(p)) => p,
+                        Some(SchedulerName::Eager(p)) => return Err(self.error(
+                            "array.scheduler",
+                            format!(
+                                "{p} is an eager-writing policy: it needs layout ew-array or ddm"
+                            ),
+                        )),
+                    };
+                let layout = Layout::new(
+                    &drive,
+                    &LayoutConfig {
+                        shape,
+                        stripe_unit_bytes: a.stripe_unit_bytes,
+                        placement: a.placement,
+                        data_set_bytes: a.data_set_bytes,
+                        seed: s.seed,
+                    },
+                )
+                .map_err(|e| self.error("array", e.0))?;
+                let array = Array::new(
+                    drive.clone(),
+                    &ArrayConfig {
+                        layout: Some(layout),
+                        disks: shape.disks() as usize,
+                        policy,
+                        age_bound,
+                        random_phase: a.random_phase,
+                        noise: s.drive.noise,
+                        seed: s.seed,
+                        writes: a.writes,
+                        nvram_entries: a.nvram_entries,
+                    },
+                )
+                .map_err(|e| self.error("array", e.0))?;
+                let label = describe_layout(&array, a.writes);
+                // With rotational replicas LOOK and SATF are the dissertation's RLOOK and RSATF.
+                let sched = match (array.layout().replicas() > 1, policy) {
+                    (true, Policy::Look) => "rlook".to_string(),
+                    (true, Policy::Satf) => "rsatf".to_string(),
+                    (_, p) => p.to_string(),
+                };
+                let jbod = match shape {
+                    Shape::Jbod { disks } => Some(disks),
+                    Shape::SrMirror { .. } => None,
+                };
+                (Box::new(array), jbod, label, sched)
             };
-            let layout = Layout::new(
-                &drive,
-                &LayoutConfig {
-                    shape,
-                    stripe_unit_bytes: a.stripe_unit_bytes,
-                    placement: a.placement,
-                    data_set_bytes: a.data_set_bytes,
-                    seed: s.seed,
-                },
-            )
-            .map_err(|e| self.error("array", e.0))?;
-            let array = Array::new(
-                drive.clone(),
-                &ArrayConfig {
-                    layout: Some(layout),
-                    disks: shape.disks() as usize,
-                    policy,
-                    age_bound,
-                    random_phase: a.random_phase,
-                    noise: s.drive.noise,
-                    seed: s.seed,
-                    writes: a.writes,
-                    nvram_entries: a.nvram_entries,
-                },
-            )
-            .map_err(|e| self.error("array", e.0))?;
-            let label = describe_layout(&array, a.writes);
-            // With rotational replicas LOOK and SATF are the dissertation's RLOOK and RSATF.
-            let sched = match (array.layout().replicas() > 1, policy) {
-                (true, Policy::Look) => "rlook".to_string(),
-                (true, Policy::Satf) => "rsatf".to_string(),
-                (_, p) => p.to_string(),
-            };
-            let jbod = match shape {
-                Shape::Jbod { disks } => Some(disks),
-                Shape::SrMirror { .. } => None,
-            };
-            (Box::new(array), jbod, label, sched)
-        };
         let capacity_bytes = array.capacity_sectors() * sector_bytes;
         let w = &s.workload;
         let r = &s.run;
