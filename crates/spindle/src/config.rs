@@ -1012,115 +1012,16 @@ impl Experiment {
         let sector_bytes = u64::from(drive.geometry().sector_bytes());
         let per_disk = drive.capacity_sectors();
         let drive = Arc::new(drive);
-        // (the controller, JBOD disks a trace's devices may map to, layout and scheduler as
-        // the report names them)
-        let (array, jbod_disks, layout_label, scheduler_label): (Box<dyn Engine>, _, _, _) =
-            if a.layout.is_eager() {
-                let shape = self.ew_shape()?;
-                let policy = match a.scheduler {
-                    None => EwPolicy::SatfEw,
-                    Some(SchedulerName::Eager(p)) => p,
-                    Some(SchedulerName::Disk(p)) => {
-                        return Err(self.error(
-                            "array.scheduler",
-                            format!(
-                                "{p} is not an eager-writing policy; {} needs write-first, \
-                                 read-first, satf-ew, freebw-satf, freebw-scan or freebw-hybrid",
-                                a.layout.name()
-                            ),
-                        ))
-                    }
-                };
-                let sync_copies = a.sync_copies.unwrap_or(if shape.ddm { 2 } else { 1 });
-                let ew = EwArray::new(
-                    drive.clone(),
-                    &EwConfig {
-                        shape,
-                        stripe_unit_bytes: a.stripe_unit_bytes,
-                        data_set_bytes: a.data_set_bytes,
-                        sync_copies,
-                        policy,
-                        age_bound,
-                        random_phase: a.random_phase,
-                        noise: s.drive.noise,
-                        seed: s.seed,
-                        nvram_entries: a.nvram_entries,
-                        map: MapLogConfig {
-                            nvram_bytes: a.map_nvram_bytes,
-                            portions: a.map_portions,
-                            sector_bytes: drive.geometry().sector_bytes(),
-                        },
-                    },
-                )
-                .map_err(|m| self.error("array", m))?;
-                let label = format!("{} sync-{sync_copies}", shape.describe());
-                (Box::new(ew), None, label, policy.to_string())
-            } else {
-                for (key, given) in [
-                    ("array.dd", a.dd.is_some()),
-                    ("array.sync_copies", a.sync_copies.is_some()),
-                ] {
-                    if given {
-                        return Err(self.error(
-                            key,
-                            format!(
-                                "applies to the eager-writing layouts (ew-array, ddm), not \"{}\"",
-                                a.layout.name()
-                            ),
-                        ));
-                    }
-                }
-                let shape = self.shape()?;
-                let policy =
-                    match a.scheduler {
-                        None => Policy::Fcfs,
-                        Some(SchedulerName::Disk(p)) => p,
-                        Some(SchedulerName::Eager(p)) => return Err(self.error(
-                            "array.scheduler",
-                            format!(
-                                "{p} is an eager-writing policy: it needs layout ew-array or ddm"
-                            ),
-                        )),
-                    };
-                let layout = Layout::new(
-                    &drive,
-                    &LayoutConfig {
-                        shape,
-                        stripe_unit_bytes: a.stripe_unit_bytes,
-                        placement: a.placement,
-                        data_set_bytes: a.data_set_bytes,
-                        seed: s.seed,
-                    },
-                )
-                .map_err(|e| self.error("array", e.0))?;
-                let array = Array::new(
-                    drive.clone(),
-                    &ArrayConfig {
-                        layout: Some(layout),
-                        disks: shape.disks() as usize,
-                        policy,
-                        age_bound,
-                        random_phase: a.random_phase,
-                        noise: s.drive.noise,
-                        seed: s.seed,
-                        writes: a.writes,
-                        nvram_entries: a.nvram_entries,
-                    },
-                )
-                .map_err(|e| self.error("array", e.0))?;
-                let label = describe_layout(&array, a.writes);
-                // With rotational replicas LOOK and SATF are the dissertation's RLOOK and RSATF.
-                let sched = match (array.layout().replicas() > 1, policy) {
-                    (true, Policy::Look) => "rlook".to_string(),
-                    (true, Policy::Satf) => "rsatf".to_string(),
-                    (_, p) => p.to_string(),
-                };
-                let jbod = match shape {
-                    Shape::Jbod { disks } => Some(disks),
-                    Shape::SrMirror { .. } => None,
-                };
-                (Box::new(array), jbod, label, sched)
-            };
+        let Built {
+            array,
+            jbod_disks,
+            layout_label,
+            scheduler_label,
+        } = if a.layout.is_eager() {
+            self.build_ew(&drive, age_bound)?
+        } else {
+            self.build_sr(&drive, age_bound)?
+        };
         let capacity_bytes = array.capacity_sectors() * sector_bytes;
         let w = &s.workload;
         let r = &s.run;
@@ -1281,6 +1182,130 @@ impl Experiment {
         })
     }
 
+    /// An eager-writing array (`ew-array`, `ddm`) from `[array]`.
+    fn build_ew(&self, drive: &Arc<Drive>, age_bound: Option<Span>) -> Result<Built, ConfigError> {
+        let s = &self.spec;
+        let a = &s.array;
+        let shape = self.ew_shape()?;
+        let policy = match a.scheduler {
+            None => EwPolicy::SatfEw,
+            Some(SchedulerName::Eager(p)) => p,
+            Some(SchedulerName::Disk(p)) => {
+                return Err(self.error(
+                    "array.scheduler",
+                    format!(
+                        "{p} is not an eager-writing policy; {} needs write-first, \
+                         read-first, satf-ew, freebw-satf, freebw-scan or freebw-hybrid",
+                        a.layout.name()
+                    ),
+                ))
+            }
+        };
+        let sync_copies = a.sync_copies.unwrap_or(if shape.ddm { 2 } else { 1 });
+        let ew = EwArray::new(
+            drive.clone(),
+            &EwConfig {
+                shape,
+                stripe_unit_bytes: a.stripe_unit_bytes,
+                data_set_bytes: a.data_set_bytes,
+                sync_copies,
+                policy,
+                age_bound,
+                random_phase: a.random_phase,
+                noise: s.drive.noise,
+                seed: s.seed,
+                nvram_entries: a.nvram_entries,
+                map: MapLogConfig {
+                    nvram_bytes: a.map_nvram_bytes,
+                    portions: a.map_portions,
+                    sector_bytes: drive.geometry().sector_bytes(),
+                },
+            },
+        )
+        .map_err(|m| self.error("array", m))?;
+        let label = format!("{} sync-{sync_copies}", shape.describe());
+        Ok(Built {
+            array: Box::new(ew),
+            jbod_disks: None,
+            layout_label: label,
+            scheduler_label: policy.to_string(),
+        })
+    }
+
+    /// An SR-Mirror family array (or JBOD) from `[array]`.
+    fn build_sr(&self, drive: &Arc<Drive>, age_bound: Option<Span>) -> Result<Built, ConfigError> {
+        let s = &self.spec;
+        let a = &s.array;
+        for (key, given) in [
+            ("array.dd", a.dd.is_some()),
+            ("array.sync_copies", a.sync_copies.is_some()),
+        ] {
+            if given {
+                return Err(self.error(
+                    key,
+                    format!(
+                        "applies to the eager-writing layouts (ew-array, ddm), not \"{}\"",
+                        a.layout.name()
+                    ),
+                ));
+            }
+        }
+        let shape = self.shape()?;
+        let policy = match a.scheduler {
+            None => Policy::Fcfs,
+            Some(SchedulerName::Disk(p)) => p,
+            Some(SchedulerName::Eager(p)) => {
+                return Err(self.error(
+                    "array.scheduler",
+                    format!("{p} is an eager-writing policy: it needs layout ew-array or ddm"),
+                ))
+            }
+        };
+        let layout = Layout::new(
+            drive,
+            &LayoutConfig {
+                shape,
+                stripe_unit_bytes: a.stripe_unit_bytes,
+                placement: a.placement,
+                data_set_bytes: a.data_set_bytes,
+                seed: s.seed,
+            },
+        )
+        .map_err(|e| self.error("array", e.0))?;
+        let array = Array::new(
+            drive.clone(),
+            &ArrayConfig {
+                layout: Some(layout),
+                disks: shape.disks() as usize,
+                policy,
+                age_bound,
+                random_phase: a.random_phase,
+                noise: s.drive.noise,
+                seed: s.seed,
+                writes: a.writes,
+                nvram_entries: a.nvram_entries,
+            },
+        )
+        .map_err(|e| self.error("array", e.0))?;
+        let label = describe_layout(&array, a.writes);
+        // With rotational replicas LOOK and SATF are the dissertation's RLOOK and RSATF.
+        let sched = match (array.layout().replicas() > 1, policy) {
+            (true, Policy::Look) => "rlook".to_string(),
+            (true, Policy::Satf) => "rsatf".to_string(),
+            (_, p) => p.to_string(),
+        };
+        let jbod = match shape {
+            Shape::Jbod { disks } => Some(disks),
+            Shape::SrMirror { .. } => None,
+        };
+        Ok(Built {
+            array: Box::new(array),
+            jbod_disks: jbod,
+            layout_label: label,
+            scheduler_label: sched,
+        })
+    }
+
     fn mix(
         &self,
         w: &WorkloadSpec,
@@ -1365,6 +1390,15 @@ fn describe_layout(array: &Array, writes: WritePolicy) -> String {
         s += &format!(" {}-writes", writes.name());
     }
     s
+}
+
+/// The controller [`Experiment::prepare`] built, with what a report names it.
+struct Built {
+    array: Box<dyn Engine>,
+    /// JBOD: the disks a trace's devices may map to.
+    jbod_disks: Option<u32>,
+    layout_label: String,
+    scheduler_label: String,
 }
 
 struct Prepared {

@@ -471,15 +471,6 @@ impl EwArray {
         &self.drive
     }
 
-    pub fn policy(&self) -> EwPolicy {
-        self.disks[0].fg.policy()
-    }
-
-    /// Free blocks on `disk`.
-    pub fn free_blocks(&self, disk: usize) -> u32 {
-        self.disks[disk].free.free_blocks()
-    }
-
     /// Blocks waiting for background propagation.
     pub fn pending_blocks(&self) -> usize {
         self.pending_blocks
@@ -1044,7 +1035,7 @@ impl EwArray {
     /// Applies finished writes' map updates in order, as NVRAM room allows.
     fn drain_stalled(&mut self, now: Nanos) {
         while let Some(mut s) = self.stalled.pop_front() {
-            if !self.apply_write(now, &mut s) {
+            if !self.apply_write(&mut s) {
                 self.stalled.push_front(s);
                 return;
             }
@@ -1075,7 +1066,7 @@ impl EwArray {
     }
 
     /// Records a finished write's locations; false if NVRAM is full (progress is kept).
-    fn apply_write(&mut self, _now: Nanos, s: &mut Stalled) -> bool {
+    fn apply_write(&mut self, s: &mut Stalled) -> bool {
         let op = self.op(s.op);
         let (kind, block, version) = (op.kind, op.block, op.version);
         let m = (s.disk as u32) / self.n;
@@ -1198,7 +1189,12 @@ impl EwArray {
         op.holders = vec![d];
         op.in_delayed = true;
         op.live = blocks;
-        let seq = op.seq;
+        self.queue_delayed(now, op, d, Work::Eager { blocks });
+    }
+
+    /// Enters a propagation or DDM move in the NVRAM table and disk `d`'s delayed queue.
+    fn queue_delayed(&mut self, now: Nanos, op: DiskOp, d: usize, work: Work) {
+        let (block, blocks, seq) = (op.block, op.blocks, op.seq);
         let id = self.new_op(op);
         for b in block..block + blocks {
             let st = self.state(b);
@@ -1209,7 +1205,7 @@ impl EwArray {
         self.prop_order.push_back(id);
         self.disks[d].delayed.push(EwRequest {
             id: id as u64,
-            work: Work::Eager { blocks },
+            work,
             queued_at: now,
             seq,
         });
@@ -1242,29 +1238,13 @@ impl EwArray {
             op.holders = vec![d];
             op.in_delayed = true;
             op.live = n;
-            let seq = op.seq;
-            let id = self.new_op(op);
-            for b in start..end {
-                let st = self.state(b);
-                st.props.push(id);
-                st.inflight += 1;
-            }
-            self.pending_blocks += n as usize;
-            self.prop_order.push_back(id);
-            self.disks[d].delayed.push(EwRequest {
-                id: id as u64,
-                work: Work::Positioned {
-                    op: Op::Write,
-                    lba,
-                    sectors: n * self.block_sectors,
-                    target: self.drive.locate(lba),
-                },
-                queued_at: now,
-                seq,
-            });
-            if self.disks[d].busy.is_none() {
-                self.mark_for_dispatch(d);
-            }
+            let work = Work::Positioned {
+                op: Op::Write,
+                lba,
+                sectors: n * self.block_sectors,
+                target: self.drive.locate(lba),
+            };
+            self.queue_delayed(now, op, d, work);
             start = end;
         }
     }
