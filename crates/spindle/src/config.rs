@@ -8,7 +8,7 @@
 use crate::array::{Array, ArrayConfig, Engine, HostRequest, WritePolicy, DEFAULT_NVRAM_ENTRIES};
 use crate::drive::{builtin_drive, parse_drive, Drive};
 use crate::ew::map_log::{MapLogConfig, DEFAULT_NVRAM_BYTES, DEFAULT_PORTIONS};
-use crate::ew::{EwArray, EwConfig, EwPolicy, EwShape};
+use crate::ew::{EwArray, EwConfig, EwPolicy, EwShape, FreeLayout};
 use crate::layout::{Layout, LayoutConfig, Placement, Shape};
 use crate::metrics::Report;
 use crate::sched::Policy;
@@ -100,6 +100,9 @@ pub struct ArraySpec {
     /// Eager-writing layouts: portions M the map is checkpointed in.
     #[serde(default = "map_portions_default")]
     pub map_portions: u32,
+    /// Eager-writing layouts: where the free blocks lie at the start (absent: even).
+    #[serde(default)]
+    pub free_layout: Option<FreeLayout>,
     /// Absent: FCFS, or SATF-EW for the eager-writing layouts.
     #[serde(default)]
     pub scheduler: Option<SchedulerName>,
@@ -224,6 +227,7 @@ impl Default for ArraySpec {
             sync_copies: None,
             map_nvram_bytes: map_nvram_default(),
             map_portions: map_portions_default(),
+            free_layout: None,
             scheduler: None,
             age_bound_ms: None,
             random_phase: true,
@@ -1220,6 +1224,7 @@ impl Experiment {
                     portions: a.map_portions,
                     sector_bytes: drive.geometry().sector_bytes(),
                 },
+                free_layout: a.free_layout.unwrap_or_default(),
             },
         )
         .map_err(|m| self.error("array", m))?;
@@ -1239,6 +1244,7 @@ impl Experiment {
         for (key, given) in [
             ("array.dd", a.dd.is_some()),
             ("array.sync_copies", a.sync_copies.is_some()),
+            ("array.free_layout", a.free_layout.is_some()),
         ] {
             if given {
                 return Err(self.error(

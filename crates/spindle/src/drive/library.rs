@@ -218,7 +218,7 @@ mod tests {
             assert!(spec.slips.is_empty(), "{id}: slips come in a later issue");
             match spec.seek {
                 SeekSpec::TwoPiece { boundary, .. } => assert!(boundary > 0, "{id}: boundary"),
-                SeekSpec::Linear { full_ms } => assert!(full_ms > 0.0, "{id}: full_ms"),
+                SeekSpec::Linear { full_ms, .. } => assert!(full_ms > 0.0, "{id}: full_ms"),
                 SeekSpec::ThreePoint {
                     single_ms,
                     average_ms,

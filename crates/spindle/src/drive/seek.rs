@@ -67,11 +67,15 @@ impl SeekCurve {
                     _ => c + e * f64::from(d),
                 })
             }
-            SeekSpec::Linear { full_ms } => {
+            SeekSpec::Linear {
+                full_ms,
+                intercept_ms,
+            } => {
                 check_ms("seek.full_ms", *full_ms)?;
-                let full = *full_ms;
+                check_ms("seek.intercept_ms", *intercept_ms)?;
+                let (full, intercept) = (*full_ms, *intercept_ms);
                 let span = f64::from(max_d.max(1));
-                Box::new(move |d| full * f64::from(d) / span)
+                Box::new(move |d| intercept + full * f64::from(d) / span)
             }
             SeekSpec::ThreePoint {
                 single_ms,
@@ -282,7 +286,11 @@ mod tests {
 
     #[test]
     fn linear_reaches_full_seek_at_full_stroke_and_mean_is_a_third() {
-        let c = SeekCurve::compile(&SeekSpec::Linear { full_ms: 9.2 }, 9772, false).unwrap();
+        let spec = SeekSpec::Linear {
+            full_ms: 9.2,
+            intercept_ms: 0.0,
+        };
+        let c = SeekCurve::compile(&spec, 9772, false).unwrap();
         assert_eq!(c.time(9771), Span::from_ms_f64(9.2));
         // Mean random seek of a linear curve is S/3 (dissertation eq. 2.1), up to the
         // discreteness of 9,772 cylinders (relative error ~1/N).

@@ -122,9 +122,16 @@ pub enum SeekSpec {
         #[serde(default)]
         single_cylinder_ms: Option<f64>,
     },
-    /// The dissertation's linear form (section 2.1.1): `seek = full_ms · d / (cylinders − 1)`.
-    /// The constant part is the overhead To, kept in `overhead_*_ms`.
-    Linear { full_ms: f64 },
+    /// The dissertation's linear form (section 2.1.1): `seek = intercept_ms + full_ms · d /
+    /// (cylinders − 1)` for `d ≥ 1`. The constant part of a random access is To, kept in
+    /// `overhead_*_ms` except for `intercept_ms` (default 0): the part of To that only an
+    /// access moving the arm pays, so that an access on the track under the head costs
+    /// less than To.
+    Linear {
+        full_ms: f64,
+        #[serde(default)]
+        intercept_ms: f64,
+    },
     /// Three published points (single-track, average, full-stroke) shaped by the normalised
     /// template of measured drives (`../shared/drives/seek_template.json`).
     ThreePoint {
@@ -169,7 +176,10 @@ pub(crate) fn test_spec(surfaces: u32, cylinders: u32, sectors_per_track: u32) -
             spare_sectors_per_zone: 0,
         }],
         slips: vec![],
-        seek: SeekSpec::Linear { full_ms: 9.99 },
+        seek: SeekSpec::Linear {
+            full_ms: 9.99,
+            intercept_ms: 0.0,
+        },
         head_switch_ms: 0.0,
         write_settle_ms: 0.0,
         overhead_read_ms: 0.0,

@@ -9,7 +9,9 @@
 //! group. On each disk the column's blocks occupy a band of the outer tracks Dd times
 //! their size (1/Ds of the disk for a data set of one disk), so utilisation is 1/Dd.
 //! Blocks are 4 KiB; initially each stripe unit's blocks lie together (a multi-block read
-//! is one command) and the free blocks are spread evenly between the stripe units.
+//! is one command) and the free blocks are spread evenly between the stripe units, or
+//! ([`FreeLayout::Random`]) lie at random slots of the band, the state long random
+//! single-block overwriting leaves (the steady state of the paper's fig. 1(a)).
 //!
 //! **Writes** (4.5) are eager: a write goes to the idle candidate disk (one per group)
 //! whose head is closest to a free extent, else to the shortest queue, and its disk's
@@ -44,6 +46,7 @@ use crate::drive::{Access, Drive, HeadState, Transfer};
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
@@ -80,6 +83,18 @@ impl EwShape {
     }
 }
 
+/// Where a disk's free blocks lie when the array starts.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FreeLayout {
+    /// Spread evenly between the stripe units (a freshly built array).
+    #[default]
+    Even,
+    /// At random slots of the band (seeded): the data blocks keep their order and fill
+    /// the other slots, as after many random single-block overwrites.
+    Random,
+}
+
 #[derive(Clone, Debug)]
 pub struct EwConfig {
     pub shape: EwShape,
@@ -96,6 +111,7 @@ pub struct EwConfig {
     /// Blocks that may wait for background propagation.
     pub nvram_entries: usize,
     pub map: MapLogConfig,
+    pub free_layout: FreeLayout,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -244,6 +260,22 @@ fn initial_slot(i: u32, blocks: u32, slots: u32, unit: u32) -> BlockId {
     i + gap as BlockId
 }
 
+/// `blocks` of `slots` chosen uniformly at random, in increasing order (selection
+/// sampling, Knuth's Algorithm S: exactly `blocks`, one pass).
+fn random_slots(blocks: u32, slots: u32, rng: &mut Pcg64Mcg) -> Vec<BlockId> {
+    let mut chosen = Vec::with_capacity(blocks as usize);
+    for slot in 0..slots {
+        let (need, left) = (blocks as usize - chosen.len(), slots - slot);
+        if need == 0 {
+            break;
+        }
+        if rng.gen_range(0..left) < need as u32 {
+            chosen.push(slot as BlockId);
+        }
+    }
+    chosen
+}
+
 /// Where each logical block lives by column: `(column, index within the column)`.
 fn column_of(b: u32, unit: u32, n: u32) -> (u32, u32) {
     let stripe = b / unit;
@@ -363,15 +395,27 @@ impl EwArray {
             };
             bands.push(free);
         }
+        if s.ddm && cfg.free_layout == FreeLayout::Random {
+            return Err(
+                "a Doubly Distorted Mirror starts with every block at its fixed home: free_layout = \"even\""
+                    .into(),
+            );
+        }
+        // Each column's blocks' slots, in column order (the same in every group).
+        let slots: Vec<Vec<BlockId>> = per_column
+            .iter()
+            .zip(&bands)
+            .map(|(&blocks, band)| match cfg.free_layout {
+                FreeLayout::Even => (0..blocks)
+                    .map(|i| initial_slot(i, blocks, band.blocks(), unit_blocks))
+                    .collect(),
+                FreeLayout::Random => random_slots(blocks, band.blocks(), &mut seeder),
+            })
+            .collect();
         let mut initial = L2pMap::new(logical_blocks, s.dm);
         for b in 0..logical_blocks {
             let (c, i) = column_of(b, unit_blocks, n);
-            let slot = initial_slot(
-                i,
-                per_column[c as usize],
-                bands[c as usize].blocks(),
-                unit_blocks,
-            );
+            let slot = slots[c as usize][i as usize];
             for m in 0..s.dm {
                 initial.set(b, m, slot);
             }
@@ -395,7 +439,7 @@ impl EwArray {
             }
             let replica = (d / n as usize) as u32;
             for i in 0..blocks {
-                let slot = initial_slot(i, blocks, free.blocks(), unit_blocks);
+                let slot = slots[c][i as usize];
                 free.allocate(slot, 1);
                 // Column index i is in stripe row i / unit, whose home alternates.
                 if s.ddm && (i / unit_blocks) % 2 == replica {

@@ -13,5 +13,5 @@ pub mod free_space;
 pub mod map_log;
 pub mod sched;
 
-pub use array::{EwArray, EwConfig, EwShape};
+pub use array::{EwArray, EwConfig, EwShape, FreeLayout};
 pub use sched::EwPolicy;

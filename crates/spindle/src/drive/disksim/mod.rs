@@ -714,7 +714,10 @@ impl<'a> Importer<'a> {
             cylinders,
             zones,
             slips: Vec::new(),
-            seek: SeekSpec::Linear { full_ms: 0.0 },
+            seek: SeekSpec::Linear {
+                full_ms: 0.0,
+                intercept_ms: 0.0,
+            },
             head_switch_ms: 0.0,
             write_settle_ms: 0.0,
             overhead_read_ms: 0.0,

@@ -25,6 +25,7 @@ fn config(dm: u32, ds: f64, dd: f64, ddm: bool, sync: u32, policy: EwPolicy) -> 
             portions: 3,
             sector_bytes: 512,
         },
+        free_layout: FreeLayout::Even,
     }
 }
 
