@@ -322,3 +322,39 @@ fn impossible_shapes_are_refused_with_the_reason() {
         .expect("a band of two disks does not fit");
     assert!(e.contains("do not fit"), "{e}");
 }
+
+#[test]
+fn random_slots_are_exactly_the_data_blocks_spread_over_the_band() {
+    let mut rng = Pcg64Mcg::seed_from_u64(5);
+    let s = random_slots(1000, 1250, &mut rng);
+    assert_eq!(s.len(), 1000);
+    assert!(s.windows(2).all(|w| w[0] < w[1]), "increasing, distinct");
+    assert!(*s.last().unwrap() < 1250);
+    // Uniform: each tenth of the band holds 25 free slots on average (binomial sd ~4.5);
+    // 12..=38 is three sd either side, and the seed is fixed.
+    for tenth in 0..10u32 {
+        let used = s.iter().filter(|&&x| x / 125 == tenth).count();
+        let free = 125 - used;
+        assert!((12..=38).contains(&free), "tenth {tenth}: {free} free");
+    }
+    let mut again = Pcg64Mcg::seed_from_u64(5);
+    assert_eq!(random_slots(1000, 1250, &mut again), s, "deterministic");
+}
+
+#[test]
+fn a_random_free_layout_keeps_every_guarantee() {
+    for policy in EwPolicy::ALL {
+        let mut cfg = config(2, 1.0, 2.0, false, 1, policy);
+        cfg.free_layout = FreeLayout::Random;
+        cfg.age_bound = Some(Span::from_ms(200));
+        let mut a = EwArray::new(drive(), &cfg).expect("valid shape");
+        let n = run(&mut a, 3000, 16, 0.5, 13, None);
+        assert_eq!(n, 3000, "{policy}");
+        assert!(a.audit.reads_checked > 1000, "reads were audited");
+        assert_settled(&a);
+    }
+    let mut cfg = config(2, 1.0, 2.0, true, 2, EwPolicy::SatfEw);
+    cfg.free_layout = FreeLayout::Random;
+    let e = EwArray::new(drive(), &cfg).err().expect("refused");
+    assert!(e.contains("home"), "{e}");
+}
