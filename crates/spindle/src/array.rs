@@ -28,6 +28,10 @@
 //!   propagations; reads are served only by copies holding the last acknowledged data; a
 //!   write that partly overlaps a pending one waits until that one is propagated.
 
+pub mod data;
+
+pub use data::{CopyRuns, DataMove};
+
 use crate::drive::{Access, Controller, Drive, HeadState, Run, Target, Transfer};
 use crate::layout::{Layout, LayoutConfig, LayoutError, Piece, Placement, Shape};
 use crate::sched::{DiskRequest, Policy, Replicas, SchedStats, Scheduler, MAX_REPLICAS};
@@ -282,6 +286,18 @@ pub trait Engine {
     fn recovery_time(&self) -> Option<Span> {
         None
     }
+    /// Drivers that move real bytes turn this on before the first event: from then on
+    /// every disk operation started is also described by a [`DataMove`] for
+    /// [`Engine::poll_data`]. Returns `false` if this engine cannot describe its bytes.
+    fn enable_data_moves(&mut self) -> bool {
+        false
+    }
+    /// The next data move, in the order the operations started (drain it before acting on
+    /// later completions).
+    #[must_use]
+    fn poll_data(&mut self) -> Option<DataMove> {
+        None
+    }
 }
 
 impl<E: Engine + ?Sized> Engine for Box<E> {
@@ -312,6 +328,12 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
     fn recovery_time(&self) -> Option<Span> {
         (**self).recovery_time()
     }
+    fn enable_data_moves(&mut self) -> bool {
+        (**self).enable_data_moves()
+    }
+    fn poll_data(&mut self) -> Option<DataMove> {
+        (**self).poll_data()
+    }
 }
 
 impl Engine for Array {
@@ -338,6 +360,13 @@ impl Engine for Array {
     }
     fn counters(&self, disk: usize) -> DiskCounters {
         Array::counters(self, disk)
+    }
+    fn enable_data_moves(&mut self) -> bool {
+        self.data_moves.get_or_insert_with(VecDeque::new);
+        true
+    }
+    fn poll_data(&mut self) -> Option<DataMove> {
+        self.data_moves.as_mut()?.pop_front()
     }
 }
 
@@ -366,6 +395,8 @@ pub struct Array {
     writes: WritePolicy,
     nvram_entries: usize,
     pieces: Vec<Piece>,
+    /// Data moves not yet polled; `None` while no driver wants them.
+    data_moves: Option<VecDeque<DataMove>>,
     #[cfg(test)]
     audit: audit::Audit,
 }
@@ -456,6 +487,7 @@ impl Array {
             writes: cfg.writes,
             nvram_entries: cfg.nvram_entries,
             pieces: Vec::with_capacity(8),
+            data_moves: None,
             #[cfg(test)]
             audit: audit::Audit::default(),
         })
@@ -1056,6 +1088,18 @@ impl Array {
             }
             written |= 1 << k;
         }
+        if self.data_moves.is_some() {
+            let copies = order[..n]
+                .iter()
+                .map(|&(_, k)| {
+                    let rr = band.replica(piece.offset, piece.sectors, u32::from(k));
+                    std::iter::once(rr.first).chain(rr.wrap).collect()
+                })
+                .collect();
+            let mv = self.data_move(disk, r.op, kind, id, piece, copies);
+            debug_assert!(mv.is_consistent(), "{mv:?}");
+            self.data_moves.as_mut().expect("on").push_back(mv);
+        }
         let runs_slice = runs.as_slice();
         let d = &mut self.disks[disk];
         let rng = if self.noise { Some(&mut d.rng) } else { None };
@@ -1094,6 +1138,43 @@ impl Array {
             runs: runs_slice.to_vec(),
         });
         self.actions.push_back(Action::DiskBusy { disk, until });
+    }
+
+    /// What operation `id` (starting on `disk`) moves: a host request's bytes, or for a
+    /// propagation a copy of the piece's newest acknowledged bytes.
+    fn data_move(
+        &self,
+        disk: usize,
+        op: Op,
+        kind: Kind,
+        id: usize,
+        piece: Piece,
+        copies: Vec<CopyRuns>,
+    ) -> DataMove {
+        let slot = self.ops[id].as_ref().expect("live op").slot;
+        let host = slot.map(|s| self.slots[s].as_ref().expect("live slot").req.id);
+        let source = (kind == Kind::Propagate).then(|| {
+            let key = (piece.column, piece.offset, piece.sectors);
+            let fresh = self.table[&key].fresh;
+            assert!(fresh != 0, "a propagated piece has a fresh copy");
+            let b = fresh.trailing_zeros();
+            let dr = self.layout.replicas();
+            let src = self.layout.disks_of(piece.column).start + (b / dr) as usize;
+            let rr = self
+                .layout
+                .band()
+                .replica(piece.offset, piece.sectors, b % dr);
+            (src, std::iter::once(rr.first).chain(rr.wrap).collect())
+        });
+        DataMove {
+            disk,
+            op,
+            lba: self.layout.logical_lba(&piece),
+            sectors: piece.sectors,
+            host,
+            copies,
+            source,
+        }
     }
 
     fn finish(&mut self, now: Nanos, disk: usize) {

@@ -227,6 +227,12 @@ impl Layout {
     }
 
     /// Splits `sectors` sectors from logical `lba` into pieces, appended to `out` in order.
+    /// The array-logical LBA of a piece's first sector (the inverse of [`Layout::pieces`]).
+    pub fn logical_lba(&self, p: &Piece) -> u64 {
+        let (row, within) = (p.offset / self.stripe_unit, p.offset % self.stripe_unit);
+        (row * u64::from(self.columns) + u64::from(p.column)) * self.stripe_unit + within
+    }
+
     pub fn pieces(&self, lba: u64, sectors: u32, out: &mut Vec<Piece>) {
         assert!(
             lba + u64::from(sectors) <= self.capacity,
