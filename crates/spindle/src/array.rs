@@ -1098,7 +1098,9 @@ impl Array {
                 .collect();
             let mv = self.data_move(disk, r.op, kind, id, piece, copies);
             debug_assert!(mv.is_consistent(), "{mv:?}");
-            self.data_moves.as_mut().expect("on").push_back(mv);
+            if let Some(q) = self.data_moves.as_mut() {
+                q.push_back(mv);
+            }
         }
         let runs_slice = runs.as_slice();
         let d = &mut self.disks[disk];
