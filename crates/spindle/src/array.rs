@@ -268,7 +268,7 @@ pub struct DiskCounters {
 /// What a driver needs of an array controller: the SR-Mirror family's [`Array`] and the
 /// eager-writing [`crate::ew::EwArray`] both are deterministic sans-I/O state machines fed
 /// with [`Engine::handle`] and drained with [`Engine::poll_action`] (see [`Array`]).
-pub trait Engine {
+pub trait Engine: Send {
     fn handle(&mut self, now: Nanos, ev: Event);
     #[must_use]
     fn poll_action(&mut self) -> Option<Action>;

@@ -1000,32 +1000,15 @@ impl Experiment {
         open_validate: OpenValidate<'_>,
     ) -> Result<Prepared, ConfigError> {
         let s = &self.spec;
-        let drive =
-            resolve_drive(&s.drive.model, read_file).map_err(|m| self.error("drive.model", m))?;
-        let a = &s.array;
-        if a.nvram_entries == 0 {
-            return Err(self.error("array.nvram_entries", "must be >= 1"));
-        }
-        let age_bound = match a.age_bound_ms {
-            None => None,
-            Some(ms) if ms.is_finite() && ms > 0.0 => Some(Span::from_ms_f64(ms)),
-            Some(ms) => {
-                return Err(self.error("array.age_bound_ms", format!("must be > 0 ms, got {ms}")))
-            }
-        };
+        let (drive, built) = self.build(read_file)?;
         let sector_bytes = u64::from(drive.geometry().sector_bytes());
         let per_disk = drive.capacity_sectors();
-        let drive = Arc::new(drive);
         let Built {
             array,
             jbod_disks,
             layout_label,
             scheduler_label,
-        } = if a.layout.is_eager() {
-            self.build_ew(&drive, age_bound)?
-        } else {
-            self.build_sr(&drive, age_bound)?
-        };
+        } = built;
         let capacity_bytes = array.capacity_sectors() * sector_bytes;
         let w = &s.workload;
         let r = &s.run;
@@ -1183,6 +1166,42 @@ impl Experiment {
             window: Window { warmup, cooldown },
             drive_id: drive.id.clone(),
             workload_label,
+        })
+    }
+
+    /// The drive and the array controller of `[drive]` and `[array]`, checked.
+    fn build(&self, read_file: ReadFile<'_>) -> Result<(Arc<Drive>, Built), ConfigError> {
+        let s = &self.spec;
+        let drive =
+            resolve_drive(&s.drive.model, read_file).map_err(|m| self.error("drive.model", m))?;
+        let a = &s.array;
+        if a.nvram_entries == 0 {
+            return Err(self.error("array.nvram_entries", "must be >= 1"));
+        }
+        let age_bound = match a.age_bound_ms {
+            None => None,
+            Some(ms) if ms.is_finite() && ms > 0.0 => Some(Span::from_ms_f64(ms)),
+            Some(ms) => {
+                return Err(self.error("array.age_bound_ms", format!("must be > 0 ms, got {ms}")))
+            }
+        };
+        let drive = Arc::new(drive);
+        let built = if a.layout.is_eager() {
+            self.build_ew(&drive, age_bound)?
+        } else {
+            self.build_sr(&drive, age_bound)?
+        };
+        Ok((drive, built))
+    }
+
+    /// The array alone, for a driver that brings its own host (the emulator).
+    pub fn build_array(&self, read_file: ReadFile<'_>) -> Result<BuiltArray, ConfigError> {
+        let (drive, b) = self.build(read_file)?;
+        Ok(BuiltArray {
+            engine: b.array,
+            layout_label: b.layout_label,
+            scheduler_label: b.scheduler_label,
+            drive_id: drive.id.clone(),
         })
     }
 
@@ -1396,6 +1415,14 @@ fn describe_layout(array: &Array, writes: WritePolicy) -> String {
         s += &format!(" {}-writes", writes.name());
     }
     s
+}
+
+/// An array controller for a driver that brings its own host ([`Experiment::build_array`]).
+pub struct BuiltArray {
+    pub engine: Box<dyn Engine>,
+    pub layout_label: String,
+    pub scheduler_label: String,
+    pub drive_id: String,
 }
 
 /// The controller [`Experiment::prepare`] built, with what a report names it.

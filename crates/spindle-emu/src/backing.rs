@@ -1,0 +1,197 @@
+//! The backing store: one sparse file per physical disk, `disk-NNN.img` in the data
+//! directory, each as large as the drive, addressed in the drive's sectors.
+//!
+//! A `store.json` beside them records what the files were created for (disks, sector size,
+//! capacity, layout); opening a directory made for another array is refused, so data is
+//! never read through the wrong layout.
+
+use serde::{Deserialize, Serialize};
+use spindle::drive::Run;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// What a data directory holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreShape {
+    pub disks: usize,
+    pub sector_bytes: u32,
+    pub disk_sectors: u64,
+    /// The array's layout as a report names it (e.g. `raid-10 3x1x2`).
+    pub layout: String,
+    pub drive: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {msg}")]
+    Mismatch { path: PathBuf, msg: String },
+}
+
+pub struct BackingStore {
+    dir: PathBuf,
+    shape: StoreShape,
+    files: Vec<File>,
+}
+
+impl BackingStore {
+    /// Opens the store in `dir`, creating the directory and the sparse disk files if they
+    /// do not exist; an existing store must have been made for the same `shape`.
+    pub fn open(dir: &Path, shape: StoreShape) -> Result<BackingStore, StoreError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Io { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let meta = dir.join("store.json");
+        match std::fs::read(&meta) {
+            Ok(bytes) => {
+                let old: StoreShape =
+                    serde_json::from_slice(&bytes).map_err(|e| StoreError::Mismatch {
+                        path: meta.clone(),
+                        msg: format!("not a spindle store description: {e}"),
+                    })?;
+                if old != shape {
+                    return Err(StoreError::Mismatch {
+                        path: meta,
+                        msg: format!(
+                            "this data directory holds {} disks of {} ({}, {} sectors of {} B); \
+                             the experiment asks for {} disks of {} ({}, {} sectors of {} B): \
+                             use another --data directory",
+                            old.disks,
+                            old.drive,
+                            old.layout,
+                            old.disk_sectors,
+                            old.sector_bytes,
+                            shape.disks,
+                            shape.drive,
+                            shape.layout,
+                            shape.disk_sectors,
+                            shape.sector_bytes
+                        ),
+                    });
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let text = serde_json::to_vec_pretty(&shape).expect("plain struct");
+                // Written whole before any disk file, then renamed: a crash leaves no
+                // half description.
+                let tmp = dir.join("store.json.tmp");
+                std::fs::write(&tmp, text).map_err(io(&tmp))?;
+                std::fs::rename(&tmp, &meta).map_err(io(&meta))?;
+            }
+            Err(e) => return Err(io(&meta)(e)),
+        }
+        let bytes = shape.disk_sectors * u64::from(shape.sector_bytes);
+        let mut files = Vec::with_capacity(shape.disks);
+        for d in 0..shape.disks {
+            let path = dir.join(format!("disk-{d:03}.img"));
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(io(&path))?;
+            let len = f.metadata().map_err(io(&path))?.len();
+            if len != bytes {
+                if len != 0 {
+                    return Err(StoreError::Mismatch {
+                        path,
+                        msg: format!("{len} bytes, expected {bytes}"),
+                    });
+                }
+                f.set_len(bytes).map_err(io(&path))?;
+            }
+            files.push(f);
+        }
+        Ok(BackingStore {
+            dir: dir.to_path_buf(),
+            shape,
+            files,
+        })
+    }
+
+    pub fn shape(&self) -> &StoreShape {
+        &self.shape
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, disk: usize) -> PathBuf {
+        self.dir.join(format!("disk-{disk:03}.img"))
+    }
+
+    fn check(&self, disk: usize, runs: &[Run], len: usize) {
+        let sb = self.shape.sector_bytes as usize;
+        let sectors: usize = runs.iter().map(|r| r.sectors as usize).sum();
+        assert!(
+            disk < self.files.len(),
+            "disk {disk} of {}",
+            self.files.len()
+        );
+        assert_eq!(sectors * sb, len, "runs and buffer differ in length");
+        for r in runs {
+            assert!(
+                r.lba + u64::from(r.sectors) <= self.shape.disk_sectors,
+                "run {r:?} beyond disk {disk}"
+            );
+        }
+    }
+
+    /// Reads `runs` of `disk`, in order, into `buf`.
+    pub fn read_runs(&self, disk: usize, runs: &[Run], buf: &mut [u8]) -> Result<(), StoreError> {
+        self.check(disk, runs, buf.len());
+        let sb = u64::from(self.shape.sector_bytes);
+        let mut at = 0usize;
+        for r in runs {
+            let n = (u64::from(r.sectors) * sb) as usize;
+            self.files[disk]
+                .read_exact_at(&mut buf[at..at + n], r.lba * sb)
+                .map_err(|source| StoreError::Io {
+                    path: self.path(disk),
+                    source,
+                })?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// Writes `buf` to `runs` of `disk`, in order.
+    pub fn write_runs(&self, disk: usize, runs: &[Run], buf: &[u8]) -> Result<(), StoreError> {
+        self.check(disk, runs, buf.len());
+        let sb = u64::from(self.shape.sector_bytes);
+        let mut at = 0usize;
+        for r in runs {
+            let n = (u64::from(r.sectors) * sb) as usize;
+            self.files[disk]
+                .write_all_at(&buf[at..at + n], r.lba * sb)
+                .map_err(|source| StoreError::Io {
+                    path: self.path(disk),
+                    source,
+                })?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// Handles on the disk files for a thread that makes them durable (`fsync`).
+    pub fn sync_handles(&self) -> Result<Vec<(PathBuf, File)>, StoreError> {
+        (0..self.files.len())
+            .map(|d| {
+                let f = self.files[d].try_clone().map_err(|source| StoreError::Io {
+                    path: self.path(d),
+                    source,
+                })?;
+                Ok((self.path(d), f))
+            })
+            .collect()
+    }
+}
