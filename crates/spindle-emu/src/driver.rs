@@ -142,10 +142,16 @@ impl Handle {
             .unwrap_or(Err(EmuError::Shutdown))
     }
 
+    /// The statistics so far (not from inside an async runtime: use [`Handle::request_stats`]).
     pub fn stats(&self) -> Option<Stats> {
+        self.request_stats()?.blocking_recv().ok()
+    }
+
+    /// Asks for the statistics so far; they arrive on the returned channel.
+    pub fn request_stats(&self) -> Option<oneshot::Receiver<Stats>> {
         let (tx, rx) = oneshot::channel();
         self.tx.send(Cmd::Stats(tx)).ok()?;
-        rx.blocking_recv().ok()
+        Some(rx)
     }
 }
 

@@ -22,12 +22,10 @@ fn start(array: &str, dir: &Path) -> Result<Emulator, String> {
     let exp = Experiment::parse(&text, "test", &[]).map_err(|e| e.to_string())?;
     let built = exp.build_array(&no_files).map_err(|e| e.to_string())?;
     let engine = built.engine;
-    let sector_bytes = engine.sector_bytes();
-    let drive = spindle::drive::builtin_drive("st39133lwv").expect("built-in");
     let shape = StoreShape {
         disks: engine.disk_count(),
-        sector_bytes,
-        disk_sectors: drive.capacity_sectors(),
+        sector_bytes: engine.sector_bytes(),
+        disk_sectors: built.disk_sectors,
         layout: built.layout_label,
         drive: built.drive_id,
     };

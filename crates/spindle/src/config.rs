@@ -1202,6 +1202,7 @@ impl Experiment {
             layout_label: b.layout_label,
             scheduler_label: b.scheduler_label,
             drive_id: drive.id.clone(),
+            disk_sectors: drive.capacity_sectors(),
         })
     }
 
@@ -1423,6 +1424,8 @@ pub struct BuiltArray {
     pub layout_label: String,
     pub scheduler_label: String,
     pub drive_id: String,
+    /// One physical disk's capacity in sectors.
+    pub disk_sectors: u64,
 }
 
 /// The controller [`Experiment::prepare`] built, with what a report names it.

@@ -1,0 +1,124 @@
+//! `spindle serve`: an experiment's array, emulated in real time over a data directory,
+//! served as an NBD export on TCP or a Unix socket until SIGINT or SIGTERM; SIGUSR1 prints
+//! the statistics so far. A clean stop lets the array finish its background work and
+//! makes the disk files durable before the final statistics are printed.
+
+use crate::backing::{BackingStore, StoreShape};
+use crate::driver::{Emulator, Stats};
+use crate::export::EmuExport;
+use crate::nbd::{Backend, Server};
+use spindle::config::{Experiment, ReadFile};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where the export listens.
+#[derive(Clone, Debug)]
+pub enum Listen {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+pub struct ServeOptions {
+    pub data_dir: PathBuf,
+    pub listen: Listen,
+    /// The export's name (clients may also ask for the empty name).
+    pub export_name: String,
+}
+
+/// Builds the experiment's array over `opts.data_dir` and serves it until a signal.
+/// `ready` receives the address clients connect to (e.g. `nbd://127.0.0.1:10809`) once the
+/// socket is bound. Returns the final statistics.
+pub fn serve(
+    exp: &Experiment,
+    read_file: ReadFile<'_>,
+    opts: ServeOptions,
+    ready: impl FnOnce(&str),
+) -> Result<Stats, String> {
+    let built = exp.build_array(read_file).map_err(|e| e.to_string())?;
+    let engine = built.engine;
+    let shape = StoreShape {
+        disks: engine.disk_count(),
+        sector_bytes: engine.sector_bytes(),
+        disk_sectors: built.disk_sectors,
+        layout: built.layout_label.clone(),
+        drive: built.drive_id.clone(),
+    };
+    let store = BackingStore::open(&opts.data_dir, shape).map_err(|e| e.to_string())?;
+    let emu = Emulator::start(engine, store)?;
+    let handle = emu.handle();
+    let description = format!(
+        "{} on {} ({} scheduler), emulated by spindle",
+        built.layout_label, built.drive_id, built.scheduler_label
+    );
+    let export: Arc<dyn Backend> = Arc::new(EmuExport::new(handle.clone()));
+    let server = Arc::new(
+        Server::new(vec![(opts.export_name.clone(), description, export)])
+            .map_err(|e| e.to_string())?,
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("spindle-nbd")
+        .build()
+        .map_err(|e| format!("cannot start the NBD runtime: {e}"))?;
+    let served: Result<(), String> = rt.block_on(async {
+        let stop = shutdown_signal()?;
+        let stats_handle = handle.clone();
+        tokio::spawn(report_on_sigusr1(stats_handle));
+        match &opts.listen {
+            Listen::Tcp(addr) => {
+                let l = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| format!("--listen {addr}: {e}"))?;
+                let at = l.local_addr().map_err(|e| e.to_string())?;
+                ready(&format!("nbd://{at}/{}", opts.export_name));
+                server.clone().serve_tcp(l, stop).await;
+            }
+            Listen::Unix(path) => {
+                let l = tokio::net::UnixListener::bind(path)
+                    .map_err(|e| format!("--unix {}: {e}", path.display()))?;
+                ready(&format!(
+                    "nbd+unix:///{}?socket={}",
+                    opts.export_name,
+                    path.display()
+                ));
+                server.clone().serve_unix(l, stop).await;
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        Ok(())
+    });
+    drop(server);
+    drop(handle);
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    let stats = emu.stop()?;
+    served.map(|()| stats)
+}
+
+/// Completes on SIGINT or SIGTERM.
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, String> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+    })
+}
+
+async fn report_on_sigusr1(handle: crate::driver::Handle) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut usr1) = signal(SignalKind::user_defined1()) else {
+        return;
+    };
+    while usr1.recv().await.is_some() {
+        if let Some(rx) = handle.request_stats() {
+            if let Ok(s) = rx.await {
+                eprintln!("spindle serve: {s}");
+            }
+        }
+    }
+}
