@@ -8,6 +8,7 @@ mod drives_cmd;
 mod progress;
 mod replay;
 mod run_cmd;
+mod serve_cmd;
 mod sweep_cmd;
 mod trace_cmd;
 mod validate_cmd;
@@ -44,6 +45,8 @@ enum Cmd {
     Bench(bench::BenchArgs),
     /// Replay real drives' measured traces and score the model against them.
     Validate(validate_cmd::ValidateArgs),
+    /// Emulate an experiment's array in real time with real data, served over NBD.
+    Serve(serve_cmd::ServeArgs),
 }
 
 fn main() {
@@ -55,6 +58,7 @@ fn main() {
         Cmd::Trace(cmd) => trace_cmd::run(cmd, cli.quiet),
         Cmd::Bench(args) => bench::run(args, cli.quiet),
         Cmd::Validate(args) => validate_cmd::run(args, cli.quiet),
+        Cmd::Serve(args) => serve_cmd::run(args),
     };
     if let Err(err) = result {
         // A closed pipe on stdout (`spindle … | head`) is not an error.
