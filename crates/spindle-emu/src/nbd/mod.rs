@@ -28,6 +28,7 @@ pub mod proto;
 mod server;
 #[cfg(test)]
 mod tests;
+mod transmission;
 
 use std::future::Future;
 use std::pin::Pin;
