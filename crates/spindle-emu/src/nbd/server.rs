@@ -106,8 +106,8 @@ impl Server {
                 }
                 accepted = listener.accept_one() => match accepted {
                     Ok((stream, peer)) => {
-                        bump(&self.counters.connections, 1);
                         if conns.len() >= CONNECTIONS_MAX {
+                            bump(&self.counters.connections, 1);
                             tracing::warn!("nbd {peer}: refused: {CONNECTIONS_MAX} connections open");
                             continue;
                         }
@@ -141,6 +141,7 @@ impl Server {
     ) where
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
+        bump(&self.counters.connections, 1);
         bump(&self.counters.connections_open, 1);
         let (rd, mut wr) = tokio::io::split(stream);
         let mut rd = BufReader::new(rd);
