@@ -20,6 +20,20 @@
 //! [`IN_FLIGHT_BYTES_MAX`] bytes of payload are in flight; the server stops reading requests
 //! until some complete.
 //!
+//! ```no_run
+//! use std::sync::Arc;
+//! use spindle_emu::nbd::{MemBackend, Server};
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let disk = MemBackend::new(64 << 20);
+//! let server = Arc::new(Server::new(vec![("disk".into(), "in memory".into(), Arc::new(disk))])?);
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:10809").await?;
+//! // Serves until the future completes (here: never); then drains and returns.
+//! server.clone().serve_tcp(listener, std::future::pending::<()>()).await;
+//! println!("{:?}", server.stats());
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Not implemented: TLS, structured replies, block status, extended headers, resize, the
 //! cache command, oldstyle negotiation.
 
@@ -91,7 +105,7 @@ impl NbdError {
 /// Futures may complete in any order; a write's future completing means the write is visible
 /// to later reads (and durable when `fua` is set, or after a completed `flush`).
 pub trait Backend: Send + Sync + 'static {
-    /// Export size in bytes; read once when a client selects the export.
+    /// Export size in bytes; read when a client asks about or selects the export.
     fn size_bytes(&self) -> u64;
     /// Whether writes are refused (EPERM) and `NBD_FLAG_READ_ONLY` is advertised.
     fn read_only(&self) -> bool {

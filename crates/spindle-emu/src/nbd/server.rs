@@ -72,7 +72,7 @@ pub(super) async fn shutdown_signalled(rx: &mut watch::Receiver<bool>) {
 impl Server {
     /// Serves NBD on `listener` until `shutdown` completes, then stops reading requests,
     /// lets every connection's in-flight requests finish and their replies go out (at most
-    /// [`DRAIN_TIMEOUT`](super::DRAIN_TIMEOUT)), and returns.
+    /// [`DRAIN_TIMEOUT`]), and returns.
     pub async fn serve_tcp(self: Arc<Self>, listener: TcpListener, shutdown: impl Future) {
         self.serve(listener, shutdown).await;
     }
