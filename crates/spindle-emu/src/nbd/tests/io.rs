@@ -3,6 +3,8 @@
 
 use super::*;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 /// Writes patterns at assorted offsets and lengths, reads them back, compares with a model.
 async fn pattern_round_trip<S: Stream>(s: &mut S, mem: &MemBackend) {
     let size = mem.contents().len();
@@ -168,6 +170,8 @@ async fn sixty_four_in_flight_with_reordering() {
 #[derive(Clone, Default)]
 struct GateBackend {
     gates: Arc<Mutex<Gates>>,
+    /// Most reads ever waiting at once.
+    max_waiting: Arc<AtomicUsize>,
 }
 
 impl GateBackend {
@@ -184,6 +188,16 @@ impl GateBackend {
         let (_, tx) = g.swap_remove(i);
         tx.send(()).expect("read still waiting");
     }
+
+    /// Opens every waiting gate; returns how many.
+    fn open_all(&self) -> usize {
+        let opened: Vec<_> = self.gates.lock().unwrap().drain(..).collect();
+        let n = opened.len();
+        for (_, tx) in opened {
+            tx.send(()).expect("read still waiting");
+        }
+        n
+    }
 }
 
 impl Backend for GateBackend {
@@ -192,7 +206,10 @@ impl Backend for GateBackend {
     }
     fn read(&self, offset: u64, len: u32) -> BoxFuture<'static, Result<Vec<u8>, NbdError>> {
         let (tx, rx) = oneshot::channel();
-        self.gates.lock().unwrap().push((offset, tx));
+        let mut g = self.gates.lock().unwrap();
+        g.push((offset, tx));
+        self.max_waiting.fetch_max(g.len(), Ordering::Relaxed);
+        drop(g);
         Box::pin(async move {
             rx.await.map_err(|_| NbdError::Io)?;
             Ok(vec![(offset / 4096) as u8; len as usize])
@@ -232,6 +249,47 @@ async fn replies_follow_completion_order() {
         assert_eq!(d, vec![i as u8; 4096]);
     }
     disconnect(s).await;
+    srv.stop().await;
+}
+
+/// With 300 reads sent at once, at most `IN_FLIGHT_MAX` (256) reach the backend before
+/// replies go out; all 300 are answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_flight_requests_are_bounded() {
+    let gate = GateBackend::default();
+    let srv = Running::tcp(one("g", gate.clone())).await;
+    let mut s = srv.connect().await;
+    go(&mut s, "g").await;
+    const N: u64 = 300;
+    for i in 0..N {
+        send_req(&mut s, CMD_READ, 0, i, i * 512, 512, &[]).await;
+    }
+    wait_until("the bound reached", || gate.waiting() >= IN_FLIGHT_MAX).await;
+    let (rd, wr) = tokio::io::split(s);
+    let opener = {
+        let gate = gate.clone();
+        tokio::spawn(async move {
+            let mut opened = 0;
+            while opened < N as usize {
+                opened += gate.open_all();
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+    };
+    let reads: HashMap<u64, u32> = (0..N).map(|i| (i, 512)).collect();
+    let mut rd = rd;
+    let mut seen = vec![false; N as usize];
+    for _ in 0..N {
+        let (cookie, e, d) = guard("reply", read_reply(&mut rd, &reads)).await;
+        assert_eq!((e, d.len()), (0, 512));
+        assert!(
+            !std::mem::replace(&mut seen[cookie as usize], true),
+            "cookie {cookie} twice"
+        );
+    }
+    guard("opener", opener).await.unwrap();
+    assert_eq!(gate.max_waiting.load(Ordering::Relaxed), IN_FLIGHT_MAX);
+    disconnect(tokio::io::join(rd, wr)).await;
     srv.stop().await;
 }
 
