@@ -311,6 +311,7 @@ fn fio_randrw_verifies() {
             "--verify=crc32c",
             "--verify_fatal=1",
             "--randseed=42",
+            "--verify_state_save=0",
         ],
     );
     assert!(o.status.success(), "fio failed");
