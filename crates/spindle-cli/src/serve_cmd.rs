@@ -36,10 +36,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         (None, Some(p)) => Listen::Unix(p),
         _ => bail!("give --listen ADDR or --unix PATH"),
     };
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("{}", args.file.display()))?;
+    let text =
+        std::fs::read_to_string(&args.file).with_context(|| format!("{}", args.file.display()))?;
     let exp = Experiment::parse(&text, &args.file.display().to_string(), &args.sets)?;
-    let read_file = reader_relative_to(args.file.parent().map(Path::to_path_buf).as_deref());
+    let base = args.file.parent().map(Path::to_path_buf);
+    let read_file = reader_relative_to(base.as_deref());
     let opts = ServeOptions {
         data_dir: args.data,
         listen,

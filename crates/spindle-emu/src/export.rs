@@ -24,7 +24,9 @@ fn nbd_error(e: EmuError) -> NbdError {
 }
 
 async fn answer(rx: oneshot::Receiver<Reply>) -> Result<Vec<u8>, NbdError> {
-    rx.await.unwrap_or(Err(EmuError::Shutdown)).map_err(nbd_error)
+    rx.await
+        .unwrap_or(Err(EmuError::Shutdown))
+        .map_err(nbd_error)
 }
 
 impl Backend for EmuExport {
@@ -36,7 +38,12 @@ impl Backend for EmuExport {
         Box::pin(answer(self.handle.submit(Request::Read { offset, len })))
     }
 
-    fn write(&self, offset: u64, data: Vec<u8>, fua: bool) -> BoxFuture<'static, Result<(), NbdError>> {
+    fn write(
+        &self,
+        offset: u64,
+        data: Vec<u8>,
+        fua: bool,
+    ) -> BoxFuture<'static, Result<(), NbdError>> {
         let rx = self.handle.submit(Request::Write { offset, data, fua });
         Box::pin(async move { answer(rx).await.map(drop) })
     }
@@ -57,7 +64,9 @@ impl Backend for EmuExport {
         len: u32,
         fua: bool,
     ) -> BoxFuture<'static, Result<(), NbdError>> {
-        let rx = self.handle.submit(Request::WriteZeroes { offset, len, fua });
+        let rx = self
+            .handle
+            .submit(Request::WriteZeroes { offset, len, fua });
         Box::pin(async move { answer(rx).await.map(drop) })
     }
 }

@@ -1,0 +1,442 @@
+//! The transmission phase: a reader that parses, checks and dispatches requests (one spawned
+//! task per backend call), and a writer task that sends simple replies in completion order.
+//! In-flight requests and payload bytes are bounded per connection; a request that fails its
+//! check gets an error reply without reaching the backend.
+
+use std::future::Future;
+use std::io;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+
+use super::proto::*;
+use super::server::{read_msg, read_part, shutdown_signalled, violation, End, Step};
+use super::{bump, Backend, BoxFuture, NbdError, Server, IN_FLIGHT_BYTES_MAX, IN_FLIGHT_MAX};
+
+impl Server {
+    /// The transmission phase, from the first request to the last reply.
+    pub(super) async fn transmission<R, W>(
+        self: &Arc<Self>,
+        mut rd: R,
+        wr: W,
+        export: usize,
+        stop: &mut watch::Receiver<bool>,
+    ) -> End
+    where
+        R: AsyncRead + Unpin + Send,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let backend = self.exports[export].backend.clone();
+        let (tx, rx) = mpsc::channel::<Reply>(IN_FLIGHT_MAX);
+        let writer = tokio::spawn(write_replies(wr, rx));
+        let conn = Conn {
+            server: self.clone(),
+            size: backend.size_bytes(),
+            read_only: backend.read_only(),
+            backend,
+            tx,
+            slots: Arc::new(Semaphore::new(IN_FLIGHT_MAX)),
+            bytes: Arc::new(Semaphore::new(
+                usize::try_from(IN_FLIGHT_BYTES_MAX).expect("fits usize"),
+            )),
+        };
+        let end = loop {
+            let step = tokio::select! {
+                biased;
+                _ = shutdown_signalled(stop) => Err(End::Shutdown),
+                _ = conn.tx.closed() => Err(End::Io(io::Error::new(io::ErrorKind::BrokenPipe, "reply writer stopped"))),
+                r = conn.next_request(&mut rd) => r,
+            };
+            if let Err(end) = step {
+                break end;
+            }
+        };
+        // In-flight tasks hold senders; the writer ends after their replies are out.
+        drop(conn);
+        match writer.await {
+            Ok(Ok(())) => end,
+            Ok(Err(e)) if matches!(end, End::Violation(_)) => {
+                tracing::debug!("nbd: replies after a violation not delivered: {e}");
+                end
+            }
+            Ok(Err(e)) => End::Io(e),
+            Err(e) => End::Io(io::Error::other(format!("reply writer failed: {e}"))),
+        }
+    }
+}
+
+/// One reply on its way to the writer. The permits bound in-flight requests and bytes until
+/// the reply is written.
+struct Reply {
+    cookie: u64,
+    error: u32,
+    data: Option<Vec<u8>>,
+    _slot: OwnedSemaphorePermit,
+    _bytes: Option<OwnedSemaphorePermit>,
+}
+
+async fn write_replies<W: AsyncWrite + Unpin>(
+    wr: W,
+    mut rx: mpsc::Receiver<Reply>,
+) -> io::Result<()> {
+    let mut wr = BufWriter::with_capacity(64 * 1024, wr);
+    while let Some(r) = rx.recv().await {
+        wr.write_all(&encode_simple_reply(r.error, r.cookie))
+            .await?;
+        if let Some(d) = &r.data {
+            wr.write_all(d).await?;
+        }
+        drop(r);
+        if rx.is_empty() {
+            wr.flush().await?;
+        }
+    }
+    wr.flush().await?;
+    wr.shutdown().await
+}
+
+/// The state of one connection in the transmission phase.
+struct Conn {
+    server: Arc<Server>,
+    backend: Arc<dyn Backend>,
+    size: u64,
+    read_only: bool,
+    tx: mpsc::Sender<Reply>,
+    slots: Arc<Semaphore>,
+    bytes: Arc<Semaphore>,
+}
+
+impl Conn {
+    /// Reads one request and dispatches it; `Err` ends the connection.
+    async fn next_request<R: AsyncRead + Unpin>(&self, rd: &mut R) -> Step<()> {
+        let slot = self
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("semaphore never closed");
+        let mut h = [0u8; REQUEST_LEN];
+        read_msg(rd, &mut h, "request header").await?;
+        let req = Request::decode(&h);
+        if req.magic != REQUEST_MAGIC {
+            return violation(format!(
+                "request header: bad magic {:#010x}, expected {REQUEST_MAGIC:#010x}",
+                req.magic
+            ));
+        }
+        let place = format!("request {:#x} ({})", req.cookie, command_name(req.kind));
+        // Read the payload before judging the request, so the stream stays framed.
+        let mut bytes = None;
+        let mut payload = None;
+        if req.kind == CMD_WRITE {
+            if req.length > PAYLOAD_MAX {
+                return violation(format!(
+                    "{place}: payload length {} exceeds {PAYLOAD_MAX}",
+                    req.length
+                ));
+            }
+            bytes = Some(
+                self.bytes
+                    .clone()
+                    .acquire_many_owned(req.length)
+                    .await
+                    .expect("semaphore never closed"),
+            );
+            let mut data = vec![0u8; usize::try_from(req.length).expect("u32 fits usize")];
+            read_part(rd, &mut data, &place).await?;
+            payload = Some(data);
+        }
+        if req.kind == CMD_DISC {
+            return Err(End::Disc);
+        }
+        let c = &self.server.counters;
+        if let Err((e, why)) = check(&req, self.size, self.read_only) {
+            tracing::debug!("nbd: {place}: refused with {e}: {why}");
+            bump(&c.requests_refused, 1);
+            return self.reply(req.cookie, e.errno(), None, slot, bytes).await;
+        }
+        match req.kind {
+            CMD_READ => bump(&c.reads, 1),
+            CMD_WRITE => bump(&c.writes, 1),
+            CMD_FLUSH => bump(&c.flushes, 1),
+            CMD_TRIM => bump(&c.trims, 1),
+            _ => bump(&c.write_zeroes, 1),
+        }
+        if req.length == 0 && req.kind != CMD_FLUSH {
+            // A no-op the backend never sees.
+            let data = (req.kind == CMD_READ).then(Vec::new);
+            return self.reply(req.cookie, 0, data, slot, bytes).await;
+        }
+        if req.kind == CMD_READ {
+            bytes = Some(
+                self.bytes
+                    .clone()
+                    .acquire_many_owned(req.length)
+                    .await
+                    .expect("semaphore never closed"),
+            );
+        }
+        let fut = self.call(&req, payload);
+        let (server, tx, kind, len) = (self.server.clone(), self.tx.clone(), req.kind, req.length);
+        tokio::spawn(async move {
+            let (error, data) = match CatchUnwind(fut).await {
+                Some(Ok(d)) => (0, d),
+                Some(Err(e)) => (e.errno(), None),
+                None => {
+                    tracing::error!(
+                        "nbd: backend panicked serving a {} request",
+                        command_name(kind)
+                    );
+                    (EIO, None)
+                }
+            };
+            let (error, data) = match data {
+                Some(d) if d.len() != usize::try_from(len).expect("u32 fits usize") => {
+                    tracing::error!("nbd: backend read returned {} bytes, {len} asked", d.len());
+                    (EIO, None)
+                }
+                d => (error, d),
+            };
+            let c = &server.counters;
+            if error != 0 {
+                bump(&c.backend_errors, 1);
+            } else if kind == CMD_READ {
+                bump(&c.bytes_read, u64::from(len));
+            } else if kind == CMD_WRITE {
+                bump(&c.bytes_written, u64::from(len));
+            }
+            let reply = Reply {
+                cookie: req.cookie,
+                error,
+                data,
+                _slot: slot,
+                _bytes: bytes,
+            };
+            // A closed channel means the client is gone; nobody to answer.
+            let _ = tx.send(reply).await;
+        });
+        Ok(())
+    }
+
+    /// Starts the backend call of a checked request.
+    fn call(
+        &self,
+        req: &Request,
+        payload: Option<Vec<u8>>,
+    ) -> BoxFuture<'static, Result<Option<Vec<u8>>, NbdError>> {
+        let b = &self.backend;
+        let fua = req.flags & CMD_FLAG_FUA != 0;
+        let (off, len) = (req.offset, req.length);
+        assert!(
+            req.kind == CMD_FLUSH
+                || off
+                    .checked_add(u64::from(len))
+                    .is_some_and(|e| e <= self.size)
+        );
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| -> BoxFuture<'static, _> {
+            match req.kind {
+                CMD_READ => {
+                    let f = b.read(off, len);
+                    Box::pin(async move { f.await.map(Some) })
+                }
+                CMD_WRITE => {
+                    let f = b.write(off, payload.expect("write has a payload"), fua);
+                    Box::pin(async move { f.await.map(|()| None) })
+                }
+                CMD_FLUSH => {
+                    let f = b.flush();
+                    Box::pin(async move { f.await.map(|()| None) })
+                }
+                CMD_TRIM => {
+                    let f = b.trim(off, len, fua);
+                    Box::pin(async move { f.await.map(|()| None) })
+                }
+                _ => {
+                    assert_eq!(req.kind, CMD_WRITE_ZEROES);
+                    let f = b.write_zeroes(off, len, fua);
+                    Box::pin(async move { f.await.map(|()| None) })
+                }
+            }
+        }));
+        started.unwrap_or_else(|_| Box::pin(async { Err(NbdError::Io) }))
+    }
+
+    async fn reply(
+        &self,
+        cookie: u64,
+        error: u32,
+        data: Option<Vec<u8>>,
+        slot: OwnedSemaphorePermit,
+        bytes: Option<OwnedSemaphorePermit>,
+    ) -> Step<()> {
+        let r = Reply {
+            cookie,
+            error,
+            data,
+            _slot: slot,
+            _bytes: bytes,
+        };
+        self.tx.send(r).await.map_err(|_| {
+            End::Io(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "reply writer stopped",
+            ))
+        })
+    }
+}
+
+/// Whether a request (not DISC) may reach the backend; else the error to reply and why.
+fn check(req: &Request, size: u64, read_only: bool) -> Result<(), (NbdError, String)> {
+    let unknown = req.flags & !(CMD_FLAG_FUA | CMD_FLAG_NO_HOLE);
+    if unknown != 0 {
+        return Err((
+            NbdError::Invalid,
+            format!("unknown command flags {unknown:#x}"),
+        ));
+    }
+    if req.flags & CMD_FLAG_NO_HOLE != 0 && req.kind != CMD_WRITE_ZEROES {
+        return Err((
+            NbdError::Invalid,
+            "NBD_CMD_FLAG_NO_HOLE outside write_zeroes".to_string(),
+        ));
+    }
+    match req.kind {
+        CMD_FLUSH => Ok(()),
+        CMD_READ | CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES => {
+            let writes = req.kind != CMD_READ;
+            if writes && read_only {
+                return Err((NbdError::Perm, "export is read-only".to_string()));
+            }
+            if req.kind == CMD_READ && req.length > PAYLOAD_MAX {
+                return Err((
+                    NbdError::Invalid,
+                    format!("length {} exceeds {PAYLOAD_MAX}", req.length),
+                ));
+            }
+            let end = req.offset.checked_add(u64::from(req.length));
+            if end.map_or(true, |e| e > size) {
+                // The protocol asks ENOSPC for writes past the end, EINVAL for the rest.
+                let e = if matches!(req.kind, CMD_WRITE | CMD_WRITE_ZEROES) {
+                    NbdError::NoSpace
+                } else {
+                    NbdError::Invalid
+                };
+                return Err((
+                    e,
+                    format!(
+                        "offset {} + length {} passes the export size {size}",
+                        req.offset, req.length
+                    ),
+                ));
+            }
+            Ok(())
+        }
+        k => Err((
+            NbdError::Invalid,
+            format!("unknown or unsupported command {k}"),
+        )),
+    }
+}
+
+/// Polls a future, turning a panic into `None`.
+struct CatchUnwind<F>(F);
+
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = &mut self.0;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *inner).poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Some(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(_) => Poll::Ready(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    fn req(kind: u16, flags: u16, offset: u64, length: u32) -> Request {
+        Request {
+            magic: REQUEST_MAGIC,
+            flags,
+            kind,
+            cookie: 1,
+            offset,
+            length,
+        }
+    }
+
+    #[test]
+    fn check_ranges_and_flags() {
+        assert!(check(&req(CMD_READ, 0, 0, 4096), 4096, false).is_ok());
+        assert_eq!(
+            check(&req(CMD_READ, 0, 1, 4096), 4096, false)
+                .unwrap_err()
+                .0,
+            NbdError::Invalid
+        );
+        assert_eq!(
+            check(&req(CMD_WRITE, 0, 4096, 1), 4096, false)
+                .unwrap_err()
+                .0,
+            NbdError::NoSpace
+        );
+        assert_eq!(
+            check(&req(CMD_WRITE_ZEROES, 0, u64::MAX, 2), 4096, false)
+                .unwrap_err()
+                .0,
+            NbdError::NoSpace
+        );
+        assert_eq!(
+            check(&req(CMD_TRIM, 0, 4000, 200), 4096, false)
+                .unwrap_err()
+                .0,
+            NbdError::Invalid
+        );
+        assert_eq!(
+            check(&req(CMD_WRITE, 0, 0, 1), 4096, true).unwrap_err().0,
+            NbdError::Perm
+        );
+        assert!(check(
+            &req(CMD_WRITE_ZEROES, CMD_FLAG_NO_HOLE | CMD_FLAG_FUA, 0, 8),
+            4096,
+            false
+        )
+        .is_ok());
+        assert_eq!(
+            check(&req(CMD_WRITE, CMD_FLAG_NO_HOLE, 0, 8), 4096, false)
+                .unwrap_err()
+                .0,
+            NbdError::Invalid
+        );
+        assert_eq!(
+            check(&req(CMD_READ, 1 << 9, 0, 8), 4096, false)
+                .unwrap_err()
+                .0,
+            NbdError::Invalid
+        );
+        assert_eq!(
+            check(&req(CMD_BLOCK_STATUS, 0, 0, 8), 4096, false)
+                .unwrap_err()
+                .0,
+            NbdError::Invalid
+        );
+        assert_eq!(
+            check(&req(99, 0, 0, 8), 4096, false).unwrap_err().0,
+            NbdError::Invalid
+        );
+        let big = req(CMD_READ, 0, 0, PAYLOAD_MAX + 1);
+        assert_eq!(
+            check(&big, u64::MAX, false).unwrap_err().0,
+            NbdError::Invalid
+        );
+        assert!(check(&req(CMD_FLUSH, 0, 0, 0), 0, true).is_ok());
+    }
+}
