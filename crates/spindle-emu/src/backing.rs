@@ -3,7 +3,8 @@
 //!
 //! A `store.json` beside them records what the files were created for (disks, sector size,
 //! capacity, layout); opening a directory made for another array is refused, so data is
-//! never read through the wrong layout.
+//! never read through the wrong layout. A `running` marker exists while an emulator uses
+//! the directory: found at open, it says the last run did not stop cleanly.
 
 use serde::{Deserialize, Serialize};
 use spindle::drive::Run;
@@ -37,6 +38,7 @@ pub struct BackingStore {
     dir: PathBuf,
     shape: StoreShape,
     files: Vec<File>,
+    unclean: bool,
 }
 
 impl BackingStore {
@@ -110,10 +112,34 @@ impl BackingStore {
             }
             files.push(f);
         }
+        let marker = dir.join("running");
+        let unclean = marker.exists();
+        std::fs::write(&marker, b"").map_err(io(&marker))?;
         Ok(BackingStore {
             dir: dir.to_path_buf(),
             shape,
             files,
+            unclean,
+        })
+    }
+
+    /// Whether the previous user of the directory did not stop cleanly.
+    pub fn was_unclean(&self) -> bool {
+        self.unclean
+    }
+
+    /// Makes every disk file durable and removes the `running` marker: a clean stop.
+    pub fn close_clean(self) -> Result<(), StoreError> {
+        for (d, f) in self.files.iter().enumerate() {
+            f.sync_all().map_err(|source| StoreError::Io {
+                path: self.path(d),
+                source,
+            })?;
+        }
+        let marker = self.dir.join("running");
+        std::fs::remove_file(&marker).map_err(|source| StoreError::Io {
+            path: marker,
+            source,
         })
     }
 

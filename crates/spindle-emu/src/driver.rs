@@ -303,6 +303,7 @@ impl Driver {
         }
         let stats = self.snapshot();
         self.syncer.stop();
+        self.store.close_clean()?;
         Ok(stats)
     }
 
@@ -413,7 +414,7 @@ impl Driver {
             ))));
             return;
         }
-        if end.is_none_or(|e| e > capacity) {
+        if !matches!(end, Some(e) if e <= capacity) {
             let _ = reply.send(Err(EmuError::Invalid(format!(
                 "{offset}+{len}: beyond the array's {capacity} bytes"
             ))));

@@ -35,8 +35,28 @@ pub fn serve(
     opts: ServeOptions,
     ready: impl FnOnce(&str),
 ) -> Result<Stats, String> {
+    serve_until(exp, read_file, opts, ready, None)
+}
+
+/// [`serve`], stopping when `stop` fires (or its sender is dropped) instead of on a signal
+/// when it is given.
+pub fn serve_until(
+    exp: &Experiment,
+    read_file: ReadFile<'_>,
+    opts: ServeOptions,
+    ready: impl FnOnce(&str),
+    stop: Option<tokio::sync::oneshot::Receiver<()>>,
+) -> Result<Stats, String> {
     let built = exp.build_array(read_file).map_err(|e| e.to_string())?;
-    let engine = built.engine;
+    let mut engine = built.engine;
+    if !engine.enable_data_moves() {
+        return Err(format!(
+            "the emulator cannot serve {} yet: its controller does not describe the bytes \
+             of its disk operations (served: jbod, striping, mirror, raid-10, sr-array, \
+             sr-mirror)",
+            built.layout_label
+        ));
+    }
     let shape = StoreShape {
         disks: engine.disk_count(),
         sector_bytes: engine.sector_bytes(),
@@ -45,6 +65,16 @@ pub fn serve(
         drive: built.drive_id.clone(),
     };
     let store = BackingStore::open(&opts.data_dir, shape).map_err(|e| e.to_string())?;
+    if store.was_unclean() && built.background_copies {
+        return Err(format!(
+            "{}: the previous `spindle serve` here did not stop cleanly and {} writes some \
+             copies after answering the host; recovering them (the NVRAM table, the EW map \
+             log) is not implemented yet, so a copy could be stale: use a fresh --data \
+             directory",
+            opts.data_dir.display(),
+            built.layout_label
+        ));
+    }
     let emu = Emulator::start(engine, store)?;
     let handle = emu.handle();
     let description = format!(
@@ -63,7 +93,18 @@ pub fn serve(
         .build()
         .map_err(|e| format!("cannot start the NBD runtime: {e}"))?;
     let served: Result<(), String> = rt.block_on(async {
-        let stop = shutdown_signal()?;
+        let signalled = shutdown_signal()?;
+        let stop = async move {
+            match stop {
+                Some(rx) => {
+                    tokio::select! {
+                        _ = rx => {}
+                        () = signalled => {}
+                    }
+                }
+                None => signalled.await,
+            }
+        };
         let stats_handle = handle.clone();
         tokio::spawn(report_on_sigusr1(stats_handle));
         match &opts.listen {

@@ -187,3 +187,23 @@ fn unaligned_and_out_of_range_requests_are_refused_with_the_reason() {
     drop(h);
     emu.stop().expect("clean stop");
 }
+
+#[test]
+fn a_store_left_without_a_clean_stop_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = StoreShape {
+        disks: 2,
+        sector_bytes: 512,
+        disk_sectors: 1 << 20,
+        layout: "mirror 1x1x2".into(),
+        drive: "st39133lwv".into(),
+    };
+    let s = BackingStore::open(dir.path(), shape.clone()).expect("creates");
+    assert!(!s.was_unclean(), "a new store");
+    drop(s); // as a kill -9 would leave it
+    let s = BackingStore::open(dir.path(), shape.clone()).expect("reopens");
+    assert!(s.was_unclean(), "the marker of the run that did not stop");
+    s.close_clean().expect("clean close");
+    let s = BackingStore::open(dir.path(), shape).expect("reopens");
+    assert!(!s.was_unclean(), "after a clean stop");
+}
