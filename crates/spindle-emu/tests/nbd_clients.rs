@@ -12,6 +12,9 @@ use std::time::Duration;
 
 use spindle_emu::nbd::{Backend, MemBackend, MemOptions, Server};
 
+mod common;
+use common::have;
+
 const SIZE: usize = 16 << 20;
 /// Hang guard per tool run, seconds.
 const TOOL_TIMEOUT_S: &str = "300";
@@ -92,22 +95,6 @@ impl Drop for Bg {
             }
         }
     }
-}
-
-/// Whether `tool` runs; if not, says so and (unless tools are required) tells the test to skip.
-fn have(tool: &str, package: &str) -> bool {
-    let ok = Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        let msg = format!("{tool} not installed (Debian package {package})");
-        if std::env::var("SPINDLE_REQUIRE_NBD_TOOLS").is_ok_and(|v| v == "1") {
-            panic!("{msg}, and SPINDLE_REQUIRE_NBD_TOOLS=1");
-        }
-        eprintln!("skipping: {msg}");
-    }
-    ok
 }
 
 fn run(tool: &str, args: &[&str]) -> Output {

@@ -9,23 +9,11 @@ use spindle::config::Experiment;
 use spindle_emu::serve::{serve_until, Listen, ServeOptions};
 use std::process::Command;
 
+mod common;
+use common::have;
+
 fn no_files(p: &str) -> Result<Vec<u8>, String> {
     Err(format!("{p}: built-in drives only"))
-}
-
-fn have(tool: &str, package: &str) -> bool {
-    let ok = Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        let msg = format!("{tool} not installed (Debian package {package})");
-        if std::env::var("SPINDLE_REQUIRE_NBD_TOOLS").is_ok_and(|v| v == "1") {
-            panic!("{msg}, and SPINDLE_REQUIRE_NBD_TOOLS=1");
-        }
-        eprintln!("skipping: {msg}");
-    }
-    ok
 }
 
 /// Runs `tool args` under a hang guard; returns (success, stdout + stderr).
