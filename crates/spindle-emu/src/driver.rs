@@ -104,11 +104,6 @@ enum Cmd {
     Stats(oneshot::Sender<Stats>),
 }
 
-/// What a clean stop leaves: the last statistics.
-pub struct Stopped {
-    pub stats: Stats,
-}
-
 /// A running emulated array. Cloneable handles ([`Emulator::handle`]) submit commands.
 pub struct Emulator {
     tx: Option<Sender<Cmd>>,

@@ -1080,22 +1080,20 @@ impl Array {
             runs: [empty; 2 * MAX_REPLICAS],
         };
         let mut written = 0u8;
+        // Each copy's runs, for a driver that moves the bytes.
+        let mut copies = self.data_moves.as_ref().map(|_| Vec::with_capacity(n));
         for &(_, k) in &order[..n] {
             let rr = band.replica(piece.offset, piece.sectors, u32::from(k));
             runs.push(rr.first);
             if let Some(w) = rr.wrap {
                 runs.push(w);
             }
+            if let Some(c) = copies.as_mut() {
+                c.push(rr.to_vec());
+            }
             written |= 1 << k;
         }
-        if self.data_moves.is_some() {
-            let copies = order[..n]
-                .iter()
-                .map(|&(_, k)| {
-                    let rr = band.replica(piece.offset, piece.sectors, u32::from(k));
-                    std::iter::once(rr.first).chain(rr.wrap).collect()
-                })
-                .collect();
+        if let Some(copies) = copies {
             let mv = self.data_move(disk, r.op, kind, id, piece, copies);
             debug_assert!(mv.is_consistent(), "{mv:?}");
             if let Some(q) = self.data_moves.as_mut() {
@@ -1166,7 +1164,7 @@ impl Array {
                 .layout
                 .band()
                 .replica(piece.offset, piece.sectors, b % dr);
-            (src, std::iter::once(rr.first).chain(rr.wrap).collect())
+            (src, rr.to_vec())
         });
         DataMove {
             disk,

@@ -70,6 +70,13 @@ pub struct ReplicaRuns {
     pub wrap: Option<Run>,
 }
 
+impl ReplicaRuns {
+    /// The runs in byte order.
+    pub fn to_vec(self) -> Vec<Run> {
+        std::iter::once(self.first).chain(self.wrap).collect()
+    }
+}
+
 #[derive(Clone)]
 pub struct Band {
     dr: u32,
