@@ -15,7 +15,7 @@
 
 use crate::backing::{BackingStore, StoreError};
 use hdrhistogram::Histogram;
-use spindle::array::{Action, DataMove, Engine, Event, HostRequest};
+use spindle::array::{Action, Bytes, DataMove, Engine, Event, HostRequest};
 use spindle::{Nanos, Op};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -467,8 +467,8 @@ impl Driver {
     fn perform(&mut self, mv: DataMove) {
         let sb = self.sector_bytes as usize;
         let n = mv.sectors as usize * sb;
-        let result = match (mv.op, mv.host) {
-            (Op::Read, Some(id)) => {
+        let result = match (mv.op, &mv.bytes) {
+            (Op::Read, &Bytes::Host(id)) => {
                 let p = self
                     .pending
                     .get_mut(&id)
@@ -478,7 +478,7 @@ impl Driver {
                     .read_runs(mv.disk, &mv.copies[0], &mut p.data[at..at + n])
                     .map_err(|e| (Some(id), e))
             }
-            (Op::Write, Some(id)) => {
+            (Op::Write, &Bytes::Host(id)) => {
                 let p = &self.pending[&id];
                 let at = (mv.lba - p.req.lba) as usize * sb;
                 let bytes = &p.data[at..at + n];
@@ -487,8 +487,7 @@ impl Driver {
                     .try_for_each(|c| self.store.write_runs(mv.disk, c, bytes))
                     .map_err(|e| (Some(id), e))
             }
-            (Op::Write, None) => {
-                let (src, runs) = mv.source.as_ref().expect("a background copy has a source");
+            (Op::Write, Bytes::Copy { disk: src, runs }) => {
                 let mut bytes = vec![0; n];
                 self.store
                     .read_runs(*src, runs, &mut bytes)
@@ -499,7 +498,12 @@ impl Driver {
                     })
                     .map_err(|e| (None, e))
             }
-            (Op::Read, None) => unreachable!("reads are for a host request"),
+            (Op::Write, Bytes::Meta(bytes)) => mv
+                .copies
+                .iter()
+                .try_for_each(|c| self.store.write_runs(mv.disk, c, bytes))
+                .map_err(|e| (None, e)),
+            (Op::Read, _) => unreachable!("reads are for a host request"),
         };
         if let Err((id, e)) = result {
             eprintln!("spindle serve: {e}");

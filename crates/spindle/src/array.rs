@@ -30,7 +30,7 @@
 
 pub mod data;
 
-pub use data::{CopyRuns, DataMove};
+pub use data::{Bytes, CopyRuns, DataMove, DiskReader, NvramWrite, RecoverError};
 
 use crate::drive::{Access, Controller, Drive, HeadState, Run, Target, Transfer};
 use crate::layout::{Layout, LayoutConfig, LayoutError, Piece, Placement, Shape};
@@ -298,6 +298,28 @@ pub trait Engine: Send {
     fn poll_data(&mut self) -> Option<DataMove> {
         None
     }
+    /// The next change to the NVRAM image, in order (see [`data`]: apply it before acting
+    /// on later actions).
+    #[must_use]
+    fn poll_nvram(&mut self) -> Option<NvramWrite> {
+        None
+    }
+    /// On a freshly built controller with data moves on, before its first event: rebuilds
+    /// what a crash lost from the NVRAM image `nvram` and the disks, and returns the repair
+    /// moves to perform before serving (see [`data`]).
+    fn recover(
+        &mut self,
+        nvram: &[u8],
+        read: &mut DiskReader<'_>,
+    ) -> Result<Vec<DataMove>, RecoverError> {
+        let _ = read;
+        if nvram.iter().any(|&b| b != 0) {
+            return Err(RecoverError(
+                "this controller keeps no NVRAM, but the image is not empty".into(),
+            ));
+        }
+        Ok(Vec::new())
+    }
 }
 
 impl<E: Engine + ?Sized> Engine for Box<E> {
@@ -333,6 +355,16 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
     }
     fn poll_data(&mut self) -> Option<DataMove> {
         (**self).poll_data()
+    }
+    fn poll_nvram(&mut self) -> Option<NvramWrite> {
+        (**self).poll_nvram()
+    }
+    fn recover(
+        &mut self,
+        nvram: &[u8],
+        read: &mut DiskReader<'_>,
+    ) -> Result<Vec<DataMove>, RecoverError> {
+        (**self).recover(nvram, read)
     }
 }
 
@@ -1095,7 +1127,10 @@ impl Array {
         }
         if let Some(copies) = copies {
             let mv = self.data_move(disk, r.op, kind, id, piece, copies);
-            debug_assert!(mv.is_consistent(), "{mv:?}");
+            debug_assert!(
+                mv.is_consistent(self.drive.geometry().sector_bytes()),
+                "{mv:?}"
+            );
             if let Some(q) = self.data_moves.as_mut() {
                 q.push_back(mv);
             }
@@ -1152,7 +1187,7 @@ impl Array {
         copies: Vec<CopyRuns>,
     ) -> DataMove {
         let slot = self.ops[id].as_ref().expect("live op").slot;
-        let host = slot.map(|s| self.slots[s].as_ref().expect("live slot").req.id);
+        let host = slot.map(|s| Bytes::Host(self.slots[s].as_ref().expect("live slot").req.id));
         let source = (kind == Kind::Propagate).then(|| {
             let key = (piece.column, piece.offset, piece.sectors);
             let fresh = self.table[&key].fresh;
@@ -1164,16 +1199,20 @@ impl Array {
                 .layout
                 .band()
                 .replica(piece.offset, piece.sectors, b % dr);
-            (src, rr.to_vec())
+            Bytes::Copy {
+                disk: src,
+                runs: rr.to_vec(),
+            }
         });
         DataMove {
             disk,
             op,
             lba: self.layout.logical_lba(&piece),
             sectors: piece.sectors,
-            host,
+            bytes: host
+                .or(source)
+                .expect("an operation serves a host request or propagates"),
             copies,
-            source,
         }
     }
 

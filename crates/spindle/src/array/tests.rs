@@ -514,6 +514,7 @@ fn data_moves_carry_the_newest_acknowledged_bytes_to_reads_and_every_copy() {
         let policy = Policy::ALL[rng.gen_range(0..Policy::ALL.len())];
         let nvram = rng.gen_range(1..20);
         let mut a = layout_array(ds, dr, dm, placement, writes, policy, nvram, case);
+        let sb = a.drive().geometry().sector_bytes();
         assert!(a.enable_data_moves());
         let what = format!("case {case}: {ds}x{dr}x{dm} {placement:?} {writes:?} {policy}");
         let cap = a.capacity_sectors().min(640);
@@ -560,15 +561,15 @@ fn data_moves_carry_the_newest_acknowledged_bytes_to_reads_and_every_copy() {
             }
             loop {
                 while let Some(mv) = a.poll_data() {
-                    assert!(mv.is_consistent(), "{what}: {mv:?}");
-                    let tags: Vec<u64> = match (mv.op, mv.host, &mv.source) {
-                        (Op::Write, Some(id), None) => vec![id + 1; mv.sectors as usize],
-                        (Op::Write, None, Some((src, runs))) => runs
+                    assert!(mv.is_consistent(sb), "{what}: {mv:?}");
+                    let tags: Vec<u64> = match (mv.op, &mv.bytes) {
+                        (Op::Write, Bytes::Host(id)) => vec![id + 1; mv.sectors as usize],
+                        (Op::Write, Bytes::Copy { disk: src, runs }) => runs
                             .iter()
                             .flat_map(|r| r.lba..r.lba + u64::from(r.sectors))
                             .map(|p| disks[*src].get(&p).copied().unwrap_or(0))
                             .collect(),
-                        (Op::Read, Some(id), None) => {
+                        (Op::Read, &Bytes::Host(id)) => {
                             let got = mv.copies[0]
                                 .iter()
                                 .flat_map(|r| r.lba..r.lba + u64::from(r.sectors))
