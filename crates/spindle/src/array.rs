@@ -29,8 +29,10 @@
 //!   write that partly overlaps a pending one waits until that one is propagated.
 
 pub mod data;
+mod nvram;
 
 pub use data::{Bytes, CopyRuns, DataMove, DiskReader, NvramWrite, RecoverError};
+use nvram::{Header as NvramHeader, NvramTable, Record as NvramRecord};
 
 use crate::drive::{Access, Controller, Drive, HeadState, Run, Target, Transfer};
 use crate::layout::{Layout, LayoutConfig, LayoutError, Piece, Placement, Shape};
@@ -249,6 +251,8 @@ struct Entry {
     fresh: u64,
     ops: Vec<usize>,
     promoted: bool,
+    /// The entry's record in the NVRAM image (with data moves on).
+    nvram_slot: Option<u32>,
 }
 
 type Key = (u32, u64, u32);
@@ -395,10 +399,23 @@ impl Engine for Array {
     }
     fn enable_data_moves(&mut self) -> bool {
         self.data_moves.get_or_insert_with(VecDeque::new);
+        if self.copies_mask() != 1 && self.nvram.is_none() {
+            self.nvram = Some(NvramTable::new(&self.nvram_header()));
+        }
         true
     }
     fn poll_data(&mut self) -> Option<DataMove> {
         self.data_moves.as_mut()?.pop_front()
+    }
+    fn poll_nvram(&mut self) -> Option<NvramWrite> {
+        self.nvram.as_mut()?.poll()
+    }
+    fn recover(
+        &mut self,
+        image: &[u8],
+        _read: &mut DiskReader<'_>,
+    ) -> Result<Vec<DataMove>, RecoverError> {
+        Array::recover(self, image)
     }
 }
 
@@ -429,6 +446,8 @@ pub struct Array {
     pieces: Vec<Piece>,
     /// Data moves not yet polled; `None` while no driver wants them.
     data_moves: Option<VecDeque<DataMove>>,
+    /// The table's NVRAM image (with data moves on, when a piece has several copies).
+    nvram: Option<NvramTable>,
     #[cfg(test)]
     audit: audit::Audit,
 }
@@ -520,6 +539,7 @@ impl Array {
             nvram_entries: cfg.nvram_entries,
             pieces: Vec::with_capacity(8),
             data_moves: None,
+            nvram: None,
             #[cfg(test)]
             audit: audit::Audit::default(),
         })
@@ -614,6 +634,99 @@ impl Array {
         } else {
             (1u64 << n) - 1
         }
+    }
+
+    fn nvram_header(&self) -> NvramHeader {
+        NvramHeader {
+            disks: self.disks.len() as u32,
+            dr: self.layout.replicas(),
+            dm: self.layout.mirrors(),
+            columns: self.layout.columns(),
+            column_sectors: self.layout.column_sectors(),
+        }
+    }
+
+    /// Writes entry `key`'s fresh copies to its NVRAM record (with data moves on).
+    fn record_entry(&mut self, key: Key) {
+        let Some(t) = self.nvram.as_mut() else {
+            return;
+        };
+        let e = self.table.get_mut(&key).expect("a recorded entry exists");
+        let r = NvramRecord {
+            column: key.0,
+            offset: key.1,
+            sectors: key.2,
+            fresh: e.fresh,
+        };
+        match e.nvram_slot {
+            Some(slot) => t.update(slot, &r),
+            None => e.nvram_slot = Some(t.insert(&r)),
+        }
+    }
+
+    /// After a crash, on a fresh controller: the copies that make every piece in the NVRAM
+    /// table image hold one version everywhere — the newest acknowledged one, copied from a
+    /// copy the table names fresh (see [`nvram`]).
+    pub fn recover(&mut self, image: &[u8]) -> Result<Vec<DataMove>, RecoverError> {
+        if self.data_moves.is_none() {
+            return Err(RecoverError("data moves are off".into()));
+        }
+        if self.now != Nanos::ZERO || !self.table.is_empty() || self.outstanding() > 0 {
+            return Err(RecoverError(
+                "recover is for a fresh controller, before its first event".into(),
+            ));
+        }
+        let header = self.nvram_header();
+        let records = nvram::parse(image, &header)?;
+        if !records.is_empty() && self.nvram.is_none() {
+            return Err(RecoverError(
+                "the image records pending copies, but this layout has one copy".into(),
+            ));
+        }
+        let dr = self.layout.replicas();
+        let band = self.layout.band();
+        let mut repairs = Vec::new();
+        for r in records {
+            if band.contiguous(r.offset, u64::from(r.sectors)) < u64::from(r.sectors) {
+                return Err(RecoverError(format!(
+                    "NVRAM table: {r:?} spans two track groups: not a piece of this layout"
+                )));
+            }
+            let piece = Piece {
+                column: r.column,
+                offset: r.offset,
+                sectors: r.sectors,
+            };
+            let first = self.layout.disks_of(r.column).start;
+            let b = r.fresh.trailing_zeros();
+            let src = first + (b / dr) as usize;
+            let src_runs = band.replica(r.offset, r.sectors, b % dr).to_vec();
+            for (m, disk) in self.layout.disks_of(r.column).enumerate() {
+                let copies: Vec<CopyRuns> = (0..dr)
+                    .filter(|&k| m as u32 * dr + k != b)
+                    .map(|k| band.replica(r.offset, r.sectors, k).to_vec())
+                    .collect();
+                if copies.is_empty() {
+                    continue;
+                }
+                repairs.push(DataMove {
+                    disk,
+                    op: Op::Write,
+                    lba: self.layout.logical_of(&piece),
+                    sectors: r.sectors,
+                    bytes: Bytes::Copy {
+                        disk: src,
+                        runs: src_runs.clone(),
+                    },
+                    copies,
+                });
+            }
+        }
+        // The image starts again from this controller's (empty) table.
+        if self.nvram.is_some() {
+            self.nvram = Some(NvramTable::new(&header));
+        }
+        Ok(repairs)
     }
 
     fn accept(&mut self, now: Nanos, req: HostRequest) {
@@ -885,8 +998,10 @@ impl Array {
                         fresh: all,
                         ops,
                         promoted: true,
+                        nvram_slot: None,
                     },
                 );
+                self.record_entry(key);
             }
             WritePolicy::Delayed => {
                 if let Some(e) = self.table.get_mut(&key) {
@@ -915,8 +1030,10 @@ impl Array {
                             fresh: all,
                             ops: Vec::new(),
                             promoted: false,
+                            nvram_slot: None,
                         },
                     );
+                    self.record_entry(key);
                     self.table_order.push_back(key);
                     self.enforce_nvram_limit();
                 }
@@ -1207,7 +1324,7 @@ impl Array {
         DataMove {
             disk,
             op,
-            lba: self.layout.logical_lba(&piece),
+            lba: self.layout.logical_of(&piece),
             sectors: piece.sectors,
             bytes: host
                 .or(source)
@@ -1263,6 +1380,8 @@ impl Array {
                 e.acked = op.version;
                 e.fresh = bits;
                 let promoted = e.promoted;
+                // Kept in NVRAM before the host is answered (part_done, below).
+                self.record_entry(key);
                 // The other copies: the rest of this disk's replicas, every replica of
                 // the other mirrors, as delayed writes.
                 let all = self.all_replicas();
@@ -1318,6 +1437,9 @@ impl Array {
                 "an entry with nothing pending holds its newest write"
             );
             let e = self.table.remove(&key).expect("entry");
+            if let (Some(t), Some(slot)) = (self.nvram.as_mut(), e.nvram_slot) {
+                t.remove(slot);
+            }
             if e.promoted && self.writes == WritePolicy::Delayed {
                 self.promoted -= 1;
             }

@@ -16,10 +16,12 @@
 //! With data moves on, every change to that NVRAM is an [`NvramWrite`] into a byte image,
 //! polled with [`crate::array::Engine::poll_nvram`]. The contract with a driver:
 //!
-//! 1. Apply each NVRAM write to a persistent image (a file) in the order polled, after the
-//!    data moves polled before it and before acting on any action polled after it (so an
-//!    answer to the host is never sent before the NVRAM it depends on is kept). Offsets
-//!    may lie beyond the image's end: the image grows, zero-filled.
+//! 1. Apply each NVRAM write to a persistent image (a file) in the order polled: after
+//!    every input, drain the NVRAM writes first, then the data moves, before acting on the
+//!    next action (so an answer to the host is never sent before the NVRAM it depends on is
+//!    kept). A controller therefore emits an NVRAM write that must follow a data move only
+//!    on a later input (e.g. the move's completion). Offsets may lie beyond the image's
+//!    end: the image grows, zero-filled.
 //! 2. After a crash, build a fresh controller and, before its first event, call
 //!    [`crate::array::Engine::recover`] with the image and a reader of the disks. It
 //!    rebuilds the volatile state and returns repair moves (copies of the newest

@@ -208,6 +208,16 @@ impl Layout {
         self.band.placement()
     }
 
+    /// Columns the data is striped over, each held by a mirror set of Dm disks.
+    pub fn columns(&self) -> u32 {
+        self.columns
+    }
+
+    /// Data sectors of each column (before replication).
+    pub fn column_sectors(&self) -> u64 {
+        self.column_sectors
+    }
+
     /// The mirror set holding `column`.
     pub fn disks_of(&self, column: u32) -> Range<usize> {
         let first = (column * self.dm) as usize;
@@ -227,12 +237,6 @@ impl Layout {
     }
 
     /// Splits `sectors` sectors from logical `lba` into pieces, appended to `out` in order.
-    /// The array-logical LBA of a piece's first sector (the inverse of [`Layout::pieces`]).
-    pub fn logical_lba(&self, p: &Piece) -> u64 {
-        let (row, within) = (p.offset / self.stripe_unit, p.offset % self.stripe_unit);
-        (row * u64::from(self.columns) + u64::from(p.column)) * self.stripe_unit + within
-    }
-
     pub fn pieces(&self, lba: u64, sectors: u32, out: &mut Vec<Piece>) {
         assert!(
             lba + u64::from(sectors) <= self.capacity,
