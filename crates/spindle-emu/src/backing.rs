@@ -4,13 +4,18 @@
 //! A `store.json` beside them records what the files were created for (disks, sector size,
 //! capacity, layout); opening a directory made for another array is refused, so data is
 //! never read through the wrong layout. A `running` marker exists while an emulator uses
-//! the directory: found at open, it says the last run did not stop cleanly.
+//! the directory: found at open, it says the last run did not stop cleanly. `nvram.img` is
+//! the controller's NVRAM (its table of pending writes, the EW map updates): what a crash
+//! must not lose, written before the host is answered (see `spindle::array::data`).
 
 use serde::{Deserialize, Serialize};
+use spindle::array::{CopyRuns, NvramWrite};
 use spindle::drive::Run;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+const NVRAM_FILE: &str = "nvram.img";
 
 /// What a data directory holds.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +43,7 @@ pub struct BackingStore {
     dir: PathBuf,
     shape: StoreShape,
     files: Vec<File>,
+    nvram: File,
     unclean: bool,
 }
 
@@ -112,6 +118,14 @@ impl BackingStore {
             }
             files.push(f);
         }
+        let nvram_path = dir.join(NVRAM_FILE);
+        let nvram = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&nvram_path)
+            .map_err(io(&nvram_path))?;
         let marker = dir.join("running");
         let unclean = marker.exists();
         std::fs::write(&marker, b"").map_err(io(&marker))?;
@@ -119,8 +133,73 @@ impl BackingStore {
             dir: dir.to_path_buf(),
             shape,
             files,
+            nvram,
             unclean,
         })
+    }
+
+    pub fn nvram_path(&self) -> PathBuf {
+        self.dir.join(NVRAM_FILE)
+    }
+
+    fn nvram_error(&self) -> impl FnOnce(std::io::Error) -> StoreError {
+        let path = self.nvram_path();
+        move |source| StoreError::Io { path, source }
+    }
+
+    /// The NVRAM image as the last run left it (empty for a new directory).
+    pub fn read_nvram(&self) -> Result<Vec<u8>, StoreError> {
+        std::fs::read(self.nvram_path()).map_err(self.nvram_error())
+    }
+
+    /// Applies one NVRAM write to the image.
+    pub fn write_nvram(&self, w: &NvramWrite) -> Result<(), StoreError> {
+        self.nvram
+            .write_all_at(&w.bytes, w.offset)
+            .map_err(self.nvram_error())
+    }
+
+    /// Replaces the NVRAM image, atomically, by `writes` applied to an empty image; the
+    /// disk files are made durable first (they hold what the old image protected).
+    pub fn replace_nvram(
+        &mut self,
+        writes: impl IntoIterator<Item = NvramWrite>,
+    ) -> Result<(), StoreError> {
+        self.sync_disks()?;
+        let path = self.nvram_path();
+        let tmp = self.dir.join("nvram.img.tmp");
+        let io = |p: &Path| {
+            let p = p.to_path_buf();
+            move |source| StoreError::Io { path: p, source }
+        };
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(io(&tmp))?;
+        for w in writes {
+            f.write_all_at(&w.bytes, w.offset).map_err(io(&tmp))?;
+        }
+        f.sync_all().map_err(io(&tmp))?;
+        std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(&self.dir))?;
+        self.nvram = f;
+        Ok(())
+    }
+
+    /// Makes every disk file durable.
+    pub fn sync_disks(&self) -> Result<(), StoreError> {
+        for (d, f) in self.files.iter().enumerate() {
+            f.sync_data().map_err(|source| StoreError::Io {
+                path: self.path(d),
+                source,
+            })?;
+        }
+        Ok(())
     }
 
     /// Whether the previous user of the directory did not stop cleanly.
@@ -128,7 +207,8 @@ impl BackingStore {
         self.unclean
     }
 
-    /// Makes every disk file durable and removes the `running` marker: a clean stop.
+    /// Makes every disk file and the NVRAM image durable and removes the `running` marker:
+    /// a clean stop.
     pub fn close_clean(self) -> Result<(), StoreError> {
         for (d, f) in self.files.iter().enumerate() {
             f.sync_all().map_err(|source| StoreError::Io {
@@ -136,6 +216,7 @@ impl BackingStore {
                 source,
             })?;
         }
+        self.nvram.sync_all().map_err(self.nvram_error())?;
         let marker = self.dir.join("running");
         std::fs::remove_file(&marker).map_err(|source| StoreError::Io {
             path: marker,
@@ -208,16 +289,32 @@ impl BackingStore {
         Ok(())
     }
 
-    /// Handles on the disk files for a thread that makes them durable (`fsync`).
+    /// Copies the bytes of `src_runs` on disk `src` to every copy in `copies` on `disk`.
+    pub fn copy_runs(
+        &self,
+        (src, src_runs): (usize, &[Run]),
+        disk: usize,
+        copies: &[CopyRuns],
+    ) -> Result<(), StoreError> {
+        let sectors: u64 = src_runs.iter().map(|r| u64::from(r.sectors)).sum();
+        let mut bytes = vec![0; (sectors * u64::from(self.shape.sector_bytes)) as usize];
+        self.read_runs(src, src_runs, &mut bytes)?;
+        copies
+            .iter()
+            .try_for_each(|c| self.write_runs(disk, c, &bytes))
+    }
+
+    /// Handles on the disk files and the NVRAM image for a thread that makes them durable
+    /// (`fsync`).
     pub fn sync_handles(&self) -> Result<Vec<(PathBuf, File)>, StoreError> {
-        (0..self.files.len())
-            .map(|d| {
-                let f = self.files[d].try_clone().map_err(|source| StoreError::Io {
-                    path: self.path(d),
-                    source,
-                })?;
-                Ok((self.path(d), f))
-            })
-            .collect()
+        let clone = |f: &File, path: PathBuf| match f.try_clone() {
+            Ok(f) => Ok((path, f)),
+            Err(source) => Err(StoreError::Io { path, source }),
+        };
+        let mut out = (0..self.files.len())
+            .map(|d| clone(&self.files[d], self.path(d)))
+            .collect::<Result<Vec<_>, _>>()?;
+        out.push(clone(&self.nvram, self.nvram_path())?);
+        Ok(out)
     }
 }

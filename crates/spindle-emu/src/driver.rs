@@ -10,8 +10,12 @@
 //! order the core started them, so a read returns the bytes of the copy the core chose.
 //!
 //! Durability: writes reach the backing files (the OS page cache) when their disk operation
-//! starts; FLUSH and FUA writes are answered after `fsync` of every disk file, done by a
-//! second thread so the clock thread never blocks on it.
+//! starts; the controller's NVRAM writes reach `nvram.img` before anything the core does
+//! next (in particular before the host is answered); FLUSH and FUA writes are answered
+//! after `fsync` of every disk file and the NVRAM image, done by a second thread so the
+//! clock thread never blocks on it. Before serving, [`Emulator::start`] recovers from what
+//! a crash left: the controller rebuilds its state from the NVRAM image and the disks, and
+//! its repair copies are made durable first.
 
 use crate::backing::{BackingStore, StoreError};
 use hdrhistogram::Histogram;
@@ -104,12 +108,36 @@ enum Cmd {
     Stats(oneshot::Sender<Stats>),
 }
 
+/// What recovery found and did before the emulator served.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Whether the previous run over the data directory did not stop cleanly.
+    pub unclean: bool,
+    /// Repair copies performed (copies of the newest acknowledged bytes over stale ones).
+    pub repairs: usize,
+    pub repaired_sectors: u64,
+    pub elapsed: Duration,
+}
+
+impl std::fmt::Display for Recovered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "recovered from an unclean stop: {} repair copies ({} sectors) in {:.1} ms",
+            self.repairs,
+            self.repaired_sectors,
+            self.elapsed.as_secs_f64() * 1e3
+        )
+    }
+}
+
 /// A running emulated array. Cloneable handles ([`Emulator::handle`]) submit commands.
 pub struct Emulator {
     tx: Option<Sender<Cmd>>,
     thread: Option<JoinHandle<Result<Stats, StoreError>>>,
     size_bytes: u64,
     sector_bytes: u32,
+    recovered: Recovered,
 }
 
 /// Submits commands to a running [`Emulator`]; cheap to clone, usable from any thread.
@@ -151,9 +179,10 @@ impl Handle {
 }
 
 impl Emulator {
-    /// Starts the clock thread on `engine` over `store`. Fails if the engine cannot
-    /// describe the bytes of its operations.
-    pub fn start(mut engine: Box<dyn Engine>, store: BackingStore) -> Result<Emulator, String> {
+    /// Recovers what the store's last run left (nothing after a clean stop), then starts
+    /// the clock thread on `engine` over `store`. Fails if the engine cannot describe the
+    /// bytes of its operations or cannot recover.
+    pub fn start(mut engine: Box<dyn Engine>, mut store: BackingStore) -> Result<Emulator, String> {
         if !engine.enable_data_moves() {
             return Err(format!(
                 "the emulator cannot serve this layout yet ({}): its controller does not \
@@ -161,6 +190,7 @@ impl Emulator {
                 store.shape().layout
             ));
         }
+        let recovered = recover(engine.as_mut(), &mut store).map_err(|e| e.to_string())?;
         let sector_bytes = engine.sector_bytes();
         let size_bytes = engine.capacity_sectors() * u64::from(sector_bytes);
         let (tx, rx) = mpsc::channel();
@@ -174,7 +204,13 @@ impl Emulator {
             thread: Some(thread),
             size_bytes,
             sector_bytes,
+            recovered,
         })
+    }
+
+    /// What recovery did before serving.
+    pub fn recovered(&self) -> &Recovered {
+        &self.recovered
     }
 
     pub fn handle(&self) -> Handle {
@@ -199,6 +235,47 @@ impl Emulator {
             .map_err(|_| "the clock thread panicked".to_string())?
             .map_err(|e| e.to_string())
     }
+}
+
+/// The data contract's crash recovery (`spindle::array::data`): the controller rebuilds
+/// its state from the NVRAM image and the disks; its repair copies are performed and made
+/// durable; then the image is replaced by the one the recovered controller needs.
+fn recover(engine: &mut dyn Engine, store: &mut BackingStore) -> Result<Recovered, StoreError> {
+    let t0 = Instant::now();
+    let image = store.read_nvram()?;
+    let repairs = {
+        let mut read = |disk: usize, runs: &[spindle::drive::Run], buf: &mut [u8]| {
+            store.read_runs(disk, runs, buf).map_err(|e| e.to_string())
+        };
+        engine
+            .recover(&image, &mut read)
+            .map_err(|e| StoreError::Mismatch {
+                path: store.nvram_path(),
+                msg: e.to_string(),
+            })?
+    };
+    let mut repaired_sectors = 0;
+    for mv in &repairs {
+        let Bytes::Copy { disk, runs } = &mv.bytes else {
+            return Err(StoreError::Mismatch {
+                path: store.nvram_path(),
+                msg: format!("recovery asked for a repair that is not a copy: {mv:?}"),
+            });
+        };
+        store.copy_runs((*disk, runs), mv.disk, &mv.copies)?;
+        repaired_sectors += u64::from(mv.sectors) * mv.copies.len() as u64;
+    }
+    let mut writes = Vec::new();
+    while let Some(w) = engine.poll_nvram() {
+        writes.push(w);
+    }
+    store.replace_nvram(writes)?;
+    Ok(Recovered {
+        unclean: store.was_unclean(),
+        repairs: repairs.len(),
+        repaired_sectors,
+        elapsed: t0.elapsed(),
+    })
 }
 
 /// Makes the disk files durable, off the clock thread, then answers.
@@ -254,6 +331,8 @@ struct Driver {
     sector_bytes: u64,
     lateness_ns: Histogram<u64>,
     stats: Stats,
+    /// Set when the NVRAM image could not be written: durability is lost, writes fail.
+    nvram_broken: Option<String>,
 }
 
 /// Sleeping gives way to spinning this long before a deadline.
@@ -274,6 +353,7 @@ impl Driver {
             lateness_ns: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
                 .expect("valid histogram bounds"),
             stats: Stats::default(),
+            nvram_broken: None,
         }
     }
 
@@ -444,22 +524,27 @@ impl Driver {
         self.drain();
     }
 
-    /// Performs the core's data moves and acts on its actions until it has none.
+    /// Applies the core's NVRAM writes, then performs its data moves, before acting on each
+    /// of its actions, until it has none (the order `spindle::array::data` asks for).
     fn drain(&mut self) {
         loop {
+            let mut effects = false;
+            while let Some(w) = self.engine.poll_nvram() {
+                effects = true;
+                if let Err(e) = self.store.write_nvram(&w) {
+                    eprintln!("spindle serve: {e}: writes fail from now on");
+                    self.nvram_broken.get_or_insert(e.to_string());
+                }
+            }
             while let Some(mv) = self.engine.poll_data() {
+                effects = true;
                 self.perform(mv);
             }
             match self.engine.poll_action() {
                 Some(Action::DiskBusy { disk, until }) => self.heap.push(Reverse((until, disk))),
                 Some(Action::Complete(c)) => self.answer(c.id, c.done),
-                None => {
-                    if let Some(mv) = self.engine.poll_data() {
-                        self.perform(mv);
-                        continue;
-                    }
-                    return;
-                }
+                None if effects => {}
+                None => return,
             }
         }
     }
@@ -487,17 +572,10 @@ impl Driver {
                     .try_for_each(|c| self.store.write_runs(mv.disk, c, bytes))
                     .map_err(|e| (Some(id), e))
             }
-            (Op::Write, Bytes::Copy { disk: src, runs }) => {
-                let mut bytes = vec![0; n];
-                self.store
-                    .read_runs(*src, runs, &mut bytes)
-                    .and_then(|()| {
-                        mv.copies
-                            .iter()
-                            .try_for_each(|c| self.store.write_runs(mv.disk, c, &bytes))
-                    })
-                    .map_err(|e| (None, e))
-            }
+            (Op::Write, Bytes::Copy { disk: src, runs }) => self
+                .store
+                .copy_runs((*src, runs), mv.disk, &mv.copies)
+                .map_err(|e| (None, e)),
             (Op::Write, Bytes::Meta(bytes)) => mv
                 .copies
                 .iter()
@@ -525,7 +603,12 @@ impl Driver {
             Op::Read => self.stats.reads += 1,
             Op::Write => self.stats.writes += 1,
         }
-        let answer = match p.failed {
+        let failed = p.failed.or_else(|| {
+            (p.req.op == Op::Write)
+                .then(|| self.nvram_broken.clone().map(EmuError::Io))
+                .flatten()
+        });
+        let answer = match failed {
             Some(e) => Err(e),
             None if p.req.op == Op::Read => Ok(p.data),
             None => Ok(Vec::new()),

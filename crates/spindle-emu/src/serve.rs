@@ -65,17 +65,10 @@ pub fn serve_until(
         drive: built.drive_id.clone(),
     };
     let store = BackingStore::open(&opts.data_dir, shape).map_err(|e| e.to_string())?;
-    if store.was_unclean() && built.background_copies {
-        return Err(format!(
-            "{}: the previous `spindle serve` here did not stop cleanly and {} writes some \
-             copies after answering the host; recovering them (the NVRAM table, the EW map \
-             log) is not implemented yet, so a copy could be stale: use a fresh --data \
-             directory",
-            opts.data_dir.display(),
-            built.layout_label
-        ));
-    }
     let emu = Emulator::start(engine, store)?;
+    if emu.recovered().unclean {
+        eprintln!("spindle serve: {}", emu.recovered());
+    }
     let handle = emu.handle();
     let description = format!(
         "{} on {} ({} scheduler), emulated by spindle",

@@ -1204,7 +1204,6 @@ impl Experiment {
             scheduler_label: b.scheduler_label,
             drive_id: drive.id.clone(),
             disk_sectors: drive.capacity_sectors(),
-            background_copies: b.background_copies,
         })
     }
 
@@ -1256,7 +1255,6 @@ impl Experiment {
             jbod_disks: None,
             layout_label: label,
             scheduler_label: policy.to_string(),
-            background_copies: true,
         })
     }
 
@@ -1327,13 +1325,11 @@ impl Experiment {
             Shape::Jbod { disks } => Some(disks),
             Shape::SrMirror { .. } => None,
         };
-        let copies = array.layout().replicas() * array.layout().mirrors();
         Ok(Built {
             array: Box::new(array),
             jbod_disks: jbod,
             layout_label: label,
             scheduler_label: sched,
-            background_copies: copies > 1 && a.writes == WritePolicy::Delayed,
         })
     }
 
@@ -1431,9 +1427,6 @@ pub struct BuiltArray {
     pub drive_id: String,
     /// One physical disk's capacity in sectors.
     pub disk_sectors: u64,
-    /// Whether some copies are written after the host is answered (delayed writes, eager
-    /// propagation, map appends): state a crash can leave half done.
-    pub background_copies: bool,
 }
 
 /// The controller [`Experiment::prepare`] built, with what a report names it.
@@ -1443,9 +1436,6 @@ struct Built {
     jbod_disks: Option<u32>,
     layout_label: String,
     scheduler_label: String,
-    /// Whether some copies are written after the host is answered (delayed writes, eager
-    /// propagation, map appends): state a crash can leave half done.
-    background_copies: bool,
 }
 
 struct Prepared {

@@ -151,7 +151,7 @@ pub fn parse(image: &[u8], want: &Header) -> Result<Vec<Record>, RecoverError> {
         return err(format!("made for {got:?}, this array is {want:?}"));
     }
     let body = &image[HEADER_BYTES as usize..];
-    if body.len() % RECORD_BYTES as usize != 0 {
+    if !body.len().is_multiple_of(RECORD_BYTES as usize) {
         return err(format!(
             "{} bytes of records: not a whole number of {RECORD_BYTES}-byte records",
             body.len()
