@@ -5,6 +5,7 @@ use crate::run_cmd::reader_relative_to;
 use anyhow::{bail, Context};
 use clap::Args;
 use spindle::config::Experiment;
+use spindle_emu::driver::ClockOptions;
 use spindle_emu::serve::{serve, Listen, ServeOptions};
 use std::path::{Path, PathBuf};
 
@@ -28,6 +29,10 @@ pub struct ServeArgs {
     /// The export's name.
     #[arg(long, default_value = "spindle")]
     export: String,
+    /// Run the clock thread under SCHED_FIFO with a 1 ns timer slack (needs root or
+    /// CAP_SYS_NICE): lower lateness on a busy machine.
+    #[arg(long)]
+    realtime: bool,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -45,6 +50,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         data_dir: args.data,
         listen,
         export_name: args.export,
+        clock: ClockOptions {
+            realtime: args.realtime,
+        },
     };
     let stats = serve(&exp, &read_file, opts, |uri| {
         eprintln!("spindle serve: listening at {uri} (SIGUSR1: statistics, SIGINT/SIGTERM: stop)")

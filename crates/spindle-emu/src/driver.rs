@@ -178,11 +178,29 @@ impl Handle {
     }
 }
 
+/// How the clock thread keeps time.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClockOptions {
+    /// Run the clock thread under `SCHED_FIFO` with a 1 ns timer slack, so it wakes on time
+    /// however busy the other threads are, and spin only the last [`SPIN_RT_NS`] before a
+    /// deadline (needs CAP_SYS_NICE; without it the thread stays normal and says so).
+    pub realtime: bool,
+}
+
 impl Emulator {
+    /// [`Emulator::start_with`] with a normal-priority clock thread.
+    pub fn start(engine: Box<dyn Engine>, store: BackingStore) -> Result<Emulator, String> {
+        Emulator::start_with(engine, store, ClockOptions::default())
+    }
+
     /// Recovers what the store's last run left (nothing after a clean stop), then starts
     /// the clock thread on `engine` over `store`. Fails if the engine cannot describe the
     /// bytes of its operations or cannot recover.
-    pub fn start(mut engine: Box<dyn Engine>, mut store: BackingStore) -> Result<Emulator, String> {
+    pub fn start_with(
+        mut engine: Box<dyn Engine>,
+        mut store: BackingStore,
+        clock: ClockOptions,
+    ) -> Result<Emulator, String> {
         if !engine.enable_data_moves() {
             return Err(format!(
                 "the emulator cannot serve this layout yet ({}): its controller does not \
@@ -197,7 +215,14 @@ impl Emulator {
         let syncer = Syncer::start(store.sync_handles().map_err(|e| e.to_string())?);
         let thread = std::thread::Builder::new()
             .name("spindle-clock".into())
-            .spawn(move || Driver::new(engine, store, syncer).run(rx))
+            .spawn(move || {
+                let spin_ns = if clock.realtime && become_realtime() {
+                    SPIN_RT_NS
+                } else {
+                    SPIN_NS
+                };
+                Driver::new(engine, store, syncer, spin_ns).run(rx)
+            })
             .map_err(|e| format!("cannot start the clock thread: {e}"))?;
         Ok(Emulator {
             tx: Some(tx),
@@ -333,13 +358,37 @@ struct Driver {
     stats: Stats,
     /// Set when the NVRAM image could not be written: durability is lost, writes fail.
     nvram_broken: Option<String>,
+    spin_ns: u64,
 }
 
-/// Sleeping gives way to spinning this long before a deadline.
+/// Sleeping gives way to spinning this long before a deadline (a normal thread's sleep
+/// may overshoot by the timer slack, 50 µs, plus scheduling delay).
 const SPIN_NS: u64 = 150_000;
+/// The same under `SCHED_FIFO` with a 1 ns timer slack, where a sleep ends within a few
+/// microseconds of its deadline.
+pub const SPIN_RT_NS: u64 = 20_000;
+
+/// Puts the calling thread under `SCHED_FIFO` (priority 50) with a 1 ns timer slack; says
+/// on stderr why not if it cannot.
+fn become_realtime() -> bool {
+    // SAFETY: plain system calls on the calling thread with valid arguments.
+    let slack = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let param = libc::sched_param { sched_priority: 50 };
+    // SAFETY: as above; `param` outlives the call.
+    let fifo = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if slack != 0 || fifo != 0 {
+        eprintln!(
+            "spindle serve: --realtime: cannot put the clock thread under SCHED_FIFO ({}); \
+             it runs at normal priority",
+            std::io::Error::last_os_error()
+        );
+        return false;
+    }
+    true
+}
 
 impl Driver {
-    fn new(engine: Box<dyn Engine>, store: BackingStore, syncer: Syncer) -> Driver {
+    fn new(engine: Box<dyn Engine>, store: BackingStore, syncer: Syncer, spin_ns: u64) -> Driver {
         let sector_bytes = u64::from(engine.sector_bytes());
         Driver {
             engine,
@@ -354,6 +403,7 @@ impl Driver {
                 .expect("valid histogram bounds"),
             stats: Stats::default(),
             nvram_broken: None,
+            spin_ns,
         }
     }
 
@@ -418,8 +468,8 @@ impl Driver {
                 return None;
             }
             let left = deadline.0 - now.0;
-            let got = if left > SPIN_NS {
-                match rx.recv_timeout(Duration::from_nanos(left - SPIN_NS)) {
+            let got = if left > self.spin_ns {
+                match rx.recv_timeout(Duration::from_nanos(left - self.spin_ns)) {
                     Ok(c) => Ok(c),
                     Err(RecvTimeoutError::Timeout) => continue,
                     Err(RecvTimeoutError::Disconnected) => Err(()),
@@ -451,8 +501,8 @@ impl Driver {
                 return;
             }
             let left = t.0 - now.0;
-            if left > SPIN_NS {
-                std::thread::sleep(Duration::from_nanos(left - SPIN_NS));
+            if left > self.spin_ns {
+                std::thread::sleep(Duration::from_nanos(left - self.spin_ns));
             } else {
                 std::hint::spin_loop();
             }

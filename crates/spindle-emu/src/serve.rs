@@ -4,7 +4,7 @@
 //! makes the disk files durable before the final statistics are printed.
 
 use crate::backing::{BackingStore, StoreShape};
-use crate::driver::{Emulator, Stats};
+use crate::driver::{ClockOptions, Emulator, Stats};
 use crate::export::EmuExport;
 use crate::nbd::{Backend, Server};
 use spindle::config::{Experiment, ReadFile};
@@ -24,6 +24,7 @@ pub struct ServeOptions {
     pub listen: Listen,
     /// The export's name (clients may also ask for the empty name).
     pub export_name: String,
+    pub clock: ClockOptions,
 }
 
 /// Builds the experiment's array over `opts.data_dir` and serves it until a signal.
@@ -65,7 +66,7 @@ pub fn serve_until(
         drive: built.drive_id.clone(),
     };
     let store = BackingStore::open(&opts.data_dir, shape).map_err(|e| e.to_string())?;
-    let emu = Emulator::start(engine, store)?;
+    let emu = Emulator::start_with(engine, store, opts.clock)?;
     if emu.recovered().unclean {
         eprintln!("spindle serve: {}", emu.recovered());
     }

@@ -59,6 +59,7 @@ fn real_clients_pass_against_every_layout() {
                 data_dir,
                 listen: Listen::Tcp("127.0.0.1:0".parse().expect("address")),
                 export_name: "spindle".into(),
+                clock: Default::default(),
             };
             serve_until(
                 &exp,
