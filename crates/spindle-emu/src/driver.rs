@@ -1,30 +1,28 @@
 //! The real-time driver: the unchanged sans-I/O array core driven by the wall clock.
 //!
-//! One thread owns the [`Engine`] and the [`BackingStore`]. Simulated time is the wall
-//! time since the driver started, in integer nanoseconds. A host request is handed to the
-//! core the moment the thread receives it; each disk operation's completion is fed back at
-//! its simulated instant (the thread sleeps to that absolute deadline, spinning for the
-//! last ~150 µs); the host is answered when the core answers, and the lateness — actual
-//! minus simulated completion — goes into an HDR histogram. The bytes follow the core's
-//! data moves: every copy, propagation and read is performed on the backing files in the
-//! order the core started them, so a read returns the bytes of the copy the core chose.
+//! The clock thread owns the [`Engine`]. Simulated time is the wall time since the driver
+//! started, in integer nanoseconds. A host request is handed to the core the moment the
+//! thread receives it; each disk operation's completion is fed back at its simulated
+//! instant (the thread sleeps to that absolute deadline, spinning for the last 150 µs, or
+//! 20 µs under `SCHED_FIFO`). Everything the core asks of the files — its NVRAM writes, its
+//! data moves (every copy, propagation and read, in the order the core started them, so a
+//! read returns the bytes of the copy the core chose) — and the answers to the host go, in
+//! that order, to the I/O thread (`io.rs`), which performs them and answers; the lateness
+//! — answer sent minus simulated completion — goes into an HDR histogram there.
 //!
 //! Durability: writes reach the backing files (the OS page cache) when their disk operation
-//! starts; the controller's NVRAM writes reach `nvram.img` before anything the core does
-//! next (in particular before the host is answered); FLUSH and FUA writes are answered
-//! after `fsync` of every disk file and the NVRAM image, done by a second thread so the
-//! clock thread never blocks on it. Before serving, [`Emulator::start`] recovers from what
-//! a crash left: the controller rebuilds its state from the NVRAM image and the disks, and
+//! starts; the controller's NVRAM writes reach `nvram.img` before any answer that follows
+//! them; FLUSH and FUA writes are answered after `fsync` of every disk file and the NVRAM
+//! image, done by a third thread. Before serving, [`Emulator::start`] recovers from what a
+//! crash left: the controller rebuilds its state from the NVRAM image and the disks, and
 //! its repair copies are made durable first.
 
 use crate::backing::{BackingStore, StoreError};
-use hdrhistogram::Histogram;
-use spindle::array::{Action, Bytes, DataMove, Engine, Event, HostRequest};
+use crate::io::{IoThread, Job};
+use spindle::array::{Action, Bytes, Engine, Event, HostRequest};
 use spindle::{Nanos, Op};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::fs::File;
-use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -212,16 +210,17 @@ impl Emulator {
         let sector_bytes = engine.sector_bytes();
         let size_bytes = engine.capacity_sectors() * u64::from(sector_bytes);
         let (tx, rx) = mpsc::channel();
-        let syncer = Syncer::start(store.sync_handles().map_err(|e| e.to_string())?);
+        let start = Instant::now();
+        let io = IoThread::start(store, start, clock.realtime)?;
         let thread = std::thread::Builder::new()
             .name("spindle-clock".into())
             .spawn(move || {
-                let spin_ns = if clock.realtime && become_realtime() {
+                let spin_ns = if clock.realtime && become_realtime("clock", 50) {
                     SPIN_RT_NS
                 } else {
                     SPIN_NS
                 };
-                Driver::new(engine, store, syncer, spin_ns).run(rx)
+                Driver::new(engine, io, start, spin_ns).run(rx)
             })
             .map_err(|e| format!("cannot start the clock thread: {e}"))?;
         Ok(Emulator {
@@ -303,61 +302,21 @@ fn recover(engine: &mut dyn Engine, store: &mut BackingStore) -> Result<Recovere
     })
 }
 
-/// Makes the disk files durable, off the clock thread, then answers.
-struct Syncer {
-    tx: Sender<(oneshot::Sender<Reply>, Reply)>,
-    thread: JoinHandle<()>,
-}
-
-impl Syncer {
-    fn start(files: Vec<(PathBuf, File)>) -> Syncer {
-        let (tx, rx) = mpsc::channel::<(oneshot::Sender<Reply>, Reply)>();
-        let thread = std::thread::spawn(move || {
-            while let Ok((reply, answer)) = rx.recv() {
-                let synced = files.iter().try_for_each(|(path, f)| {
-                    f.sync_data()
-                        .map_err(|e| EmuError::Io(format!("{}: {e}", path.display())))
-                });
-                let _ = reply.send(synced.and(answer));
-            }
-        });
-        Syncer { tx, thread }
-    }
-
-    fn sync_then_answer(&self, reply: oneshot::Sender<Reply>, answer: Reply) {
-        if let Err(mpsc::SendError((reply, _))) = self.tx.send((reply, answer)) {
-            let _ = reply.send(Err(EmuError::Shutdown));
-        }
-    }
-
-    fn stop(self) {
-        drop(self.tx);
-        let _ = self.thread.join();
-    }
-}
-
+/// A host request the core is working on, as the clock thread keeps it.
 struct Pending {
-    req: HostRequest,
-    /// A write's bytes, or a read's buffer being filled.
-    data: Vec<u8>,
+    op: Op,
     fua: bool,
-    failed: Option<EmuError>,
     reply: oneshot::Sender<Reply>,
 }
 
 struct Driver {
     engine: Box<dyn Engine>,
-    store: BackingStore,
-    syncer: Syncer,
+    io: IoThread,
     start: Instant,
     heap: BinaryHeap<Reverse<(Nanos, usize)>>,
     pending: HashMap<u64, Pending>,
     next_id: u64,
     sector_bytes: u64,
-    lateness_ns: Histogram<u64>,
-    stats: Stats,
-    /// Set when the NVRAM image could not be written: durability is lost, writes fail.
-    nvram_broken: Option<String>,
     spin_ns: u64,
 }
 
@@ -368,17 +327,19 @@ const SPIN_NS: u64 = 150_000;
 /// microseconds of its deadline.
 pub const SPIN_RT_NS: u64 = 20_000;
 
-/// Puts the calling thread under `SCHED_FIFO` (priority 50) with a 1 ns timer slack; says
-/// on stderr why not if it cannot.
-fn become_realtime() -> bool {
+/// Puts the calling thread (the `what` thread) under `SCHED_FIFO` at `priority` with a 1 ns
+/// timer slack; says on stderr why not if it cannot.
+pub(crate) fn become_realtime(what: &str, priority: i32) -> bool {
     // SAFETY: plain system calls on the calling thread with valid arguments.
     let slack = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-    let param = libc::sched_param { sched_priority: 50 };
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
     // SAFETY: as above; `param` outlives the call.
     let fifo = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
     if slack != 0 || fifo != 0 {
         eprintln!(
-            "spindle serve: --realtime: cannot put the clock thread under SCHED_FIFO ({}); \
+            "spindle serve: --realtime: cannot put the {what} thread under SCHED_FIFO ({}); \
              it runs at normal priority",
             std::io::Error::last_os_error()
         );
@@ -388,21 +349,16 @@ fn become_realtime() -> bool {
 }
 
 impl Driver {
-    fn new(engine: Box<dyn Engine>, store: BackingStore, syncer: Syncer, spin_ns: u64) -> Driver {
+    fn new(engine: Box<dyn Engine>, io: IoThread, start: Instant, spin_ns: u64) -> Driver {
         let sector_bytes = u64::from(engine.sector_bytes());
         Driver {
             engine,
-            store,
-            syncer,
-            start: Instant::now(),
+            io,
+            start,
             heap: BinaryHeap::new(),
             pending: HashMap::new(),
             next_id: 0,
             sector_bytes,
-            lateness_ns: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
-                .expect("valid histogram bounds"),
-            stats: Stats::default(),
-            nvram_broken: None,
             spin_ns,
         }
     }
@@ -420,16 +376,11 @@ impl Driver {
             }
             match self.wait(&rx, &mut open) {
                 Some(Cmd::Io(req, reply)) => self.accept(req, reply),
-                Some(Cmd::Stats(tx)) => {
-                    let _ = tx.send(self.snapshot());
-                }
+                Some(Cmd::Stats(tx)) => self.io.send(Job::Stats(tx)),
                 None => {}
             }
         }
-        let stats = self.snapshot();
-        self.syncer.stop();
-        self.store.close_clean()?;
-        Ok(stats)
+        self.io.stop()
     }
 
     /// Feeds every disk completion whose simulated instant has passed, each at its own
@@ -512,8 +463,7 @@ impl Driver {
     fn accept(&mut self, req: Request, reply: oneshot::Sender<Reply>) {
         let (op, offset, data, len, fua) = match req {
             Request::Flush => {
-                self.stats.flushes += 1;
-                self.syncer.sync_then_answer(reply, Ok(Vec::new()));
+                self.io.send(Job::Flush(reply));
                 return;
             }
             // Trimming is advisory (NBD): the blocks keep their bytes.
@@ -560,126 +510,47 @@ impl Driver {
             arrival: now,
         };
         self.next_id += 1;
-        self.pending.insert(
-            req.id,
-            Pending {
-                req,
-                data,
-                fua,
-                failed: None,
-                reply,
-            },
-        );
+        self.pending.insert(req.id, Pending { op, fua, reply });
+        self.io.send(Job::Host {
+            id: req.id,
+            lba: req.lba,
+            data,
+        });
         self.engine.handle(now, Event::Host(req));
         self.drain();
     }
 
-    /// Applies the core's NVRAM writes, then performs its data moves, before acting on each
-    /// of its actions, until it has none (the order `spindle::array::data` asks for).
+    /// Hands the core's NVRAM writes, then its data moves, to the I/O thread before acting
+    /// on each of its actions, until it has none (the order `spindle::array::data` asks for).
     fn drain(&mut self) {
         loop {
             let mut effects = false;
             while let Some(w) = self.engine.poll_nvram() {
                 effects = true;
-                if let Err(e) = self.store.write_nvram(&w) {
-                    eprintln!("spindle serve: {e}: writes fail from now on");
-                    self.nvram_broken.get_or_insert(e.to_string());
-                }
+                self.io.send(Job::Nvram(w));
             }
             while let Some(mv) = self.engine.poll_data() {
                 effects = true;
-                self.perform(mv);
+                self.io.send(Job::Move(mv));
             }
             match self.engine.poll_action() {
                 Some(Action::DiskBusy { disk, until }) => self.heap.push(Reverse((until, disk))),
-                Some(Action::Complete(c)) => self.answer(c.id, c.done),
+                Some(Action::Complete(c)) => {
+                    let p = self
+                        .pending
+                        .remove(&c.id)
+                        .expect("an answered request is pending");
+                    self.io.send(Job::Answer {
+                        id: c.id,
+                        op: p.op,
+                        done: c.done,
+                        fua: p.fua,
+                        reply: p.reply,
+                    });
+                }
                 None if effects => {}
                 None => return,
             }
-        }
-    }
-
-    fn perform(&mut self, mv: DataMove) {
-        let sb = self.sector_bytes as usize;
-        let n = mv.sectors as usize * sb;
-        let result = match (mv.op, &mv.bytes) {
-            (Op::Read, &Bytes::Host(id)) => {
-                let p = self
-                    .pending
-                    .get_mut(&id)
-                    .expect("a read's host request is pending");
-                let at = (mv.lba - p.req.lba) as usize * sb;
-                self.store
-                    .read_runs(mv.disk, &mv.copies[0], &mut p.data[at..at + n])
-                    .map_err(|e| (Some(id), e))
-            }
-            (Op::Write, &Bytes::Host(id)) => {
-                let p = &self.pending[&id];
-                let at = (mv.lba - p.req.lba) as usize * sb;
-                let bytes = &p.data[at..at + n];
-                mv.copies
-                    .iter()
-                    .try_for_each(|c| self.store.write_runs(mv.disk, c, bytes))
-                    .map_err(|e| (Some(id), e))
-            }
-            (Op::Write, Bytes::Copy { disk: src, runs }) => self
-                .store
-                .copy_runs((*src, runs), mv.disk, &mv.copies)
-                .map_err(|e| (None, e)),
-            (Op::Write, Bytes::Meta(bytes)) => mv
-                .copies
-                .iter()
-                .try_for_each(|c| self.store.write_runs(mv.disk, c, bytes))
-                .map_err(|e| (None, e)),
-            (Op::Read, _) => unreachable!("reads are for a host request"),
-        };
-        if let Err((id, e)) = result {
-            eprintln!("spindle serve: {e}");
-            if let Some(p) = id.and_then(|id| self.pending.get_mut(&id)) {
-                p.failed = Some(EmuError::Io(e.to_string()));
-            }
-        }
-    }
-
-    fn answer(&mut self, id: u64, done: Nanos) {
-        let p = self
-            .pending
-            .remove(&id)
-            .expect("an answered request is pending");
-        let late = self.now().0.saturating_sub(done.0).max(1);
-        self.lateness_ns.saturating_record(late);
-        self.stats.answered += 1;
-        match p.req.op {
-            Op::Read => self.stats.reads += 1,
-            Op::Write => self.stats.writes += 1,
-        }
-        let failed = p.failed.or_else(|| {
-            (p.req.op == Op::Write)
-                .then(|| self.nvram_broken.clone().map(EmuError::Io))
-                .flatten()
-        });
-        let answer = match failed {
-            Some(e) => Err(e),
-            None if p.req.op == Op::Read => Ok(p.data),
-            None => Ok(Vec::new()),
-        };
-        if p.fua && answer.is_ok() {
-            self.syncer.sync_then_answer(p.reply, answer);
-        } else {
-            let _ = p.reply.send(answer);
-        }
-    }
-
-    fn snapshot(&self) -> Stats {
-        let h = &self.lateness_ns;
-        let us = |ns: u64| ns as f64 / 1e3;
-        Stats {
-            lateness_p50_us: us(h.value_at_quantile(0.5)),
-            lateness_p99_us: us(h.value_at_quantile(0.99)),
-            lateness_p999_us: us(h.value_at_quantile(0.999)),
-            lateness_max_us: us(h.max()),
-            elapsed_s: self.start.elapsed().as_secs_f64(),
-            ..self.stats.clone()
         }
     }
 }

@@ -13,6 +13,7 @@
 pub mod backing;
 pub mod driver;
 pub mod export;
+mod io;
 pub mod nbd;
 pub mod serve;
 
