@@ -52,8 +52,8 @@ field() {
     python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["workload"][sys.argv[2]])' "$1" "$2"
 }
 
-echo "| experiment | predicted IOPS | emulated IOPS | emulated / predicted | lateness p50 | p99 | p99.9 | max |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| experiment | predicted IOPS | emulated IOPS | emulated / predicted | lateness mean | p50 | p99 | p99.9 | max |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for exp in "${files[@]}"; do
     [[ -f "$exp" ]] || { echo "$0: $exp: no such file" >&2; exit 2; }
     kind=$(field "$exp" kind)
@@ -88,12 +88,12 @@ job = json.loads(text[text.index("{"):])["jobs"][0]
 if job["error"]:
     sys.exit("fio reported error %d" % job["error"])
 print(round(job["read"]["iops"] + job["write"]["iops"]))' "$work/fio.out")
-    # spindle serve: stopped: N requests (...) in T s, X IOPS; lateness p50 A µs, p99 B µs, p99.9 C µs, max D µs
+    # spindle serve: stopped: N requests (...) in T s, X IOPS; lateness mean M µs, p50 A µs, ...
     lateness=$(python3 -c '
 import re, sys
 line = [l for l in open(sys.argv[1]) if "stopped:" in l][-1]
-v = dict(re.findall(r"(p50|p99\.9|p99|max) ([0-9.]+) µs", line))
-print(" | ".join("%s µs" % v[k] for k in ("p50", "p99", "p99.9", "max")))' "$work/serve.log")
+v = dict(re.findall(r"(mean|p50|p99\.9|p99|max) ([0-9.]+) µs", line))
+print(" | ".join("%s µs" % v[k] for k in ("mean", "p50", "p99", "p99.9", "max")))' "$work/serve.log")
     ratio=$(python3 -c "print('%.1f %%' % (100 * $emulated / $predicted))")
     echo "| $(basename "$exp" .toml) | $predicted | $emulated | $ratio | $lateness |"
 done

@@ -73,6 +73,7 @@ pub struct Stats {
     pub reads: u64,
     pub writes: u64,
     pub flushes: u64,
+    pub lateness_mean_us: f64,
     pub lateness_p50_us: f64,
     pub lateness_p99_us: f64,
     pub lateness_p999_us: f64,
@@ -86,13 +87,14 @@ impl std::fmt::Display for Stats {
         write!(
             f,
             "{} requests ({} reads, {} writes, {} flushes) in {:.1} s, {:.0} IOPS; lateness \
-             p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs",
+             mean {:.1} µs, p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs",
             self.answered,
             self.reads,
             self.writes,
             self.flushes,
             self.elapsed_s,
             (self.reads + self.writes) as f64 / self.elapsed_s.max(1e-9),
+            self.lateness_mean_us,
             self.lateness_p50_us,
             self.lateness_p99_us,
             self.lateness_p999_us,

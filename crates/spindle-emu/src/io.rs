@@ -231,6 +231,7 @@ impl Worker {
         let h = &self.lateness_ns;
         let us = |ns: u64| ns as f64 / 1e3;
         Stats {
+            lateness_mean_us: h.mean() / 1e3,
             lateness_p50_us: us(h.value_at_quantile(0.5)),
             lateness_p99_us: us(h.value_at_quantile(0.99)),
             lateness_p999_us: us(h.value_at_quantile(0.999)),
