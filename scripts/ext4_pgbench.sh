@@ -12,7 +12,8 @@
 # loop device, unmounts nbdfuse and stops spindle with SIGINT. Prints pgbench's report,
 # spindle's statistics (SIGUSR1 before and after the run, and the final ones) and spindle's
 # exit status. Teardown runs whatever happens. Exit status 0 only if every step, the file
-# system check and spindle's clean stop succeeded; 3 if a prerequisite is missing.
+# system check and spindle's clean stop succeeded; 3 if a prerequisite is missing (a tool,
+# a package), 4 if the machine cannot (not root, no /dev/fuse, no loop device).
 #
 # Needs root, /dev/fuse, a free loop device, nbdfuse (libnbd-bin), mkfs.ext4 and e2fsck
 # (e2fsprogs), the PostgreSQL server binaries (postgresql) and a system user to run them.
@@ -33,16 +34,18 @@ repo="$(dirname "$here")"
 
 die() { echo "ext4_pgbench: $*" >&2; exit 1; }
 missing() { echo "ext4_pgbench: missing prerequisite: $*" >&2; exit 3; }
+# What no package brings: privileges and kernel devices of this machine.
+unable() { echo "ext4_pgbench: this machine cannot: $*" >&2; exit 4; }
 
 check_prerequisites() {
-  [ "$(id -u)" = 0 ] || missing "must run as root (loop devices, mount)"
-  [ -c /dev/fuse ] || missing "/dev/fuse (the fuse kernel module)"
+  [ "$(id -u)" = 0 ] || unable "run as root (loop devices, mount)"
+  [ -c /dev/fuse ] || unable "open /dev/fuse (the fuse kernel module)"
   local tool
   for tool in nbdfuse:libnbd-bin losetup:mount mount:mount umount:mount mountpoint:util-linux \
     runuser:util-linux mkfs.ext4:e2fsprogs e2fsck:e2fsprogs; do
     command -v "${tool%%:*}" >/dev/null || missing "${tool%%:*} (Debian package ${tool#*:})"
   done
-  losetup -f >/dev/null 2>&1 || missing "a free loop device (losetup -f failed)"
+  losetup -f >/dev/null 2>&1 || unable "find a free loop device (losetup -f failed)"
   if [ -z "${PG_BIN:-}" ]; then
     PG_BIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)"
   fi

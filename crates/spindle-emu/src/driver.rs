@@ -468,11 +468,9 @@ impl Driver {
                 self.io.send(Job::Flush(reply));
                 return;
             }
-            // Trimming is advisory (NBD): the blocks keep their bytes.
-            Request::Trim { .. } => {
-                let _ = reply.send(Ok(Vec::new()));
-                return;
-            }
+            // TRIM zeroes, as a timed write: NBD makes it advisory, but nbdfuse turns a hole
+            // punched in its file into TRIM, and a punched hole must read back as zeroes.
+            Request::Trim { offset, len } => (Op::Write, offset, vec![0; len as usize], len, false),
             Request::Read { offset, len } => (Op::Read, offset, vec![0; len as usize], len, false),
             Request::Write { offset, data, fua } => {
                 let len = u32::try_from(data.len()).unwrap_or(u32::MAX);

@@ -34,6 +34,17 @@ impl Backend for EmuExport {
         self.handle.size_bytes
     }
 
+    /// Every connection feeds the one array, and a FLUSH makes every write answered before
+    /// it durable, whichever connection wrote it.
+    fn multi_conn(&self) -> bool {
+        true
+    }
+
+    /// An array of hard disks.
+    fn rotational(&self) -> bool {
+        true
+    }
+
     fn read(&self, offset: u64, len: u32) -> BoxFuture<'static, Result<Vec<u8>, NbdError>> {
         Box::pin(answer(self.handle.submit(Request::Read { offset, len })))
     }

@@ -163,8 +163,28 @@ fn unaligned_and_out_of_range_requests_are_refused_with_the_reason() {
         fua: false
     })
     .contains("beyond"));
-    // Zero-length and trims are answered at once; write-zeroes writes zeroes.
+    // Zero-length requests are answered at once; write-zeroes and trim write zeroes (a hole
+    // punched through nbdfuse arrives as TRIM and must read back as zeroes).
     assert_eq!(h.call(Request::Read { offset: 0, len: 0 }), Ok(vec![]));
+    h.call(Request::Write {
+        offset: 16384,
+        data: vec![0xCD; 8192],
+        fua: false,
+    })
+    .expect("write");
+    h.call(Request::Trim {
+        offset: 16384,
+        len: 4096,
+    })
+    .expect("trim");
+    let got = h
+        .call(Request::Read {
+            offset: 16384,
+            len: 8192,
+        })
+        .expect("read");
+    assert_eq!(got[..4096], [0; 4096], "the trimmed half reads zeroes");
+    assert_eq!(got[4096..], [0xCD; 4096], "the other half keeps its bytes");
     h.call(Request::Write {
         offset: 4096,
         data: vec![0xAB; 4096],

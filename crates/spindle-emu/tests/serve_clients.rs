@@ -75,6 +75,15 @@ fn real_clients_pass_against_every_layout() {
         assert!(ok, "{layout}: nbdinfo: {out}");
         let size: u64 = out.trim().parse().expect("a size");
         assert!(size >= 64 << 20 && size % 512 == 0, "{layout}: size {size}");
+        let (ok, out) = run("nbdinfo", &[&uri]);
+        assert!(ok, "{layout}: nbdinfo: {out}");
+        for flag in [
+            "is_rotational: true",
+            "can_multi_conn: true",
+            "can_trim: true",
+        ] {
+            assert!(out.contains(flag), "{layout}: nbdinfo lacks {flag}:\n{out}");
+        }
 
         let (ok, out) = run(
             "qemu-io",

@@ -115,6 +115,11 @@ pub trait Backend: Send + Sync + 'static {
     fn multi_conn(&self) -> bool {
         false
     }
+    /// Whether `NBD_FLAG_ROTATIONAL` is advertised (the export behaves like a hard disk, so
+    /// a client's elevator may sort requests).
+    fn rotational(&self) -> bool {
+        false
+    }
     /// Reads `len` bytes at `offset`; the vector must hold exactly `len` bytes (else the
     /// client gets EIO).
     fn read(&self, offset: u64, len: u32) -> BoxFuture<'static, Result<Vec<u8>, NbdError>>;

@@ -384,6 +384,9 @@ fn transmission_flags(b: &dyn Backend) -> u16 {
     if b.multi_conn() {
         f |= FLAG_CAN_MULTI_CONN;
     }
+    if b.rotational() {
+        f |= FLAG_ROTATIONAL;
+    }
     f
 }
 
