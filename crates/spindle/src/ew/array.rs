@@ -202,6 +202,12 @@ struct BlockState {
     inflight: u32,
     /// Pending propagations and home moves.
     props: Vec<usize>,
+    /// Host write chunks covering this block not yet acknowledged. The state stays while
+    /// one is pending: a chunk acknowledged after its block settled on a newer write (its
+    /// other blocks' copies still in flight) must not see a state created afresh by a
+    /// still newer write, or it would record itself as the newest acknowledged write with
+    /// no replica holding it.
+    chunks: u32,
 }
 
 /// A write whose map update waits for NVRAM room: (op, disk, extent, blocks applied).
@@ -614,6 +620,7 @@ impl EwArray {
             ver: vec![0; dm],
             inflight: 0,
             props: Vec::new(),
+            chunks: 0,
         })
     }
 
@@ -621,6 +628,7 @@ impl EwArray {
     fn settle(&mut self, b: u32) {
         if let Some(st) = self.table.get(&b) {
             if st.inflight == 0
+                && st.chunks == 0
                 && st.props.is_empty()
                 && st.acked == st.newest
                 && st.ver.iter().all(|&v| v == st.newest)
@@ -819,6 +827,7 @@ impl EwArray {
         for b in block..block + blocks {
             let st = self.state(b);
             st.newest = st.newest.max(version);
+            st.chunks += 1;
         }
         let g = Group {
             block,
@@ -1169,11 +1178,11 @@ impl EwArray {
     fn chunk_acked(&mut self, now: Nanos, g: &Group) {
         let mut obsolete: Vec<usize> = Vec::new();
         for b in g.block..g.block + g.blocks {
-            // A block without state settled on a newer write while this chunk's other
-            // blocks were being written: nothing here is newer.
-            let Some(st) = self.table.get_mut(&b) else {
-                continue;
-            };
+            let st = self
+                .table
+                .get_mut(&b)
+                .expect("a pending chunk keeps its blocks' state");
+            st.chunks -= 1;
             if g.version <= st.acked {
                 continue;
             }
