@@ -1125,7 +1125,7 @@ impl MapLog {
             if state == BUFFER_FREE {
                 continue;
             }
-            if state > BUFFER_SEALED && state - BUFFER_SEALED - 1 >= geo.portions {
+            if state > BUFFER_SEALED && state - BUFFER_SEALED > geo.portions {
                 return Err(format!("map log: NVRAM buffer {i} has state {state}"));
             }
             if seq % NVRAM_BUFFERS as u64 != i as u64 {

@@ -4,11 +4,18 @@ use rand::Rng;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-fn drive() -> Arc<Drive> {
+pub(super) fn drive() -> Arc<Drive> {
     Arc::new(builtin_drive("st39133lwv").expect("built-in drive"))
 }
 
-fn config(dm: u32, ds: f64, dd: f64, ddm: bool, sync: u32, policy: EwPolicy) -> EwConfig {
+pub(super) fn config(
+    dm: u32,
+    ds: f64,
+    dd: f64,
+    ddm: bool,
+    sync: u32,
+    policy: EwPolicy,
+) -> EwConfig {
     EwConfig {
         shape: EwShape { dm, ds, dd, ddm },
         stripe_unit_bytes: 16 * 1024,
@@ -99,7 +106,7 @@ fn run(
 
 /// Every disk's used blocks once everything is propagated: one per logical block of its
 /// column (DDM: the homes, its eager copies moved home).
-fn assert_settled(a: &EwArray) {
+pub(super) fn assert_settled(a: &EwArray) {
     assert_eq!(a.pending_blocks(), 0, "propagations left");
     if let Some((b, st)) = a.table.iter().next() {
         panic!(
