@@ -161,6 +161,14 @@ impl Emulator {
                 store.shape().layout
             ));
         }
+        // Not yet: persisting an NVRAM image and recovering from it (the EW-Array).
+        if engine.poll_nvram().is_some() {
+            return Err(format!(
+                "the emulator cannot serve this layout yet ({}): its controller keeps an \
+                 NVRAM image, which the emulator does not persist or recover from yet",
+                store.shape().layout
+            ));
+        }
         let sector_bytes = engine.sector_bytes();
         let size_bytes = engine.capacity_sectors() * u64::from(sector_bytes);
         let (tx, rx) = mpsc::channel();

@@ -57,6 +57,16 @@ pub fn serve_until(
             built.layout_label
         ));
     }
+    // A controller with an NVRAM image (the EW-Array's map log and propagation table)
+    // needs it persisted, `recover` on every restart and whole-block requests: not wired
+    // into the emulator yet.
+    if engine.poll_nvram().is_some() {
+        return Err(format!(
+            "the emulator cannot serve {} yet: its controller keeps an NVRAM image, which \
+             the emulator does not persist or recover from yet",
+            built.layout_label
+        ));
+    }
     let shape = StoreShape {
         disks: engine.disk_count(),
         sector_bytes: engine.sector_bytes(),
