@@ -1146,6 +1146,11 @@ impl MapLog {
             return Err("map log: NVRAM holds no update buffer".into());
         };
         let (oldest, youngest) = (oldest.seq, youngest.seq);
+        if youngest >= u64::MAX - NVRAM_BUFFERS as u64 {
+            return Err(format!(
+                "map log: NVRAM buffer sequence number {youngest} is out of range"
+            ));
+        }
         if youngest - oldest >= NVRAM_BUFFERS as u64 {
             return Err("map log: NVRAM buffers are not consecutive".into());
         }
@@ -1215,6 +1220,9 @@ impl MapLog {
                 found[ix(u64::from(c.portion))] = true;
             }
             chain.push((pos, w));
+            if pos.seq > youngest {
+                break; // nothing newer than NVRAM's buffers was ever written
+            }
             pos = LogPos {
                 seq: pos.seq + 1,
                 offset: geo.placed_at(pos.offset + sectors),

@@ -489,7 +489,7 @@ impl Harness {
 /// Random EW shapes: Dm 1–3, one or two synchronous copies, DDM, fractional Ds and Dd,
 /// every scheduler, both free layouts, small NVRAM (the map log wraps and checkpoints many
 /// times) and small propagation limits.
-fn random_config(rng: &mut Pcg64Mcg, case: u64) -> (EwConfig, String) {
+fn random_config(rng: &mut Pcg64Mcg, case: u64, nvram: std::ops::Range<u64>) -> (EwConfig, String) {
     let shapes = [
         (1, 2.0, 1.5, false, 1),
         (1, 0.8, 1.25, false, 1),
@@ -506,7 +506,9 @@ fn random_config(rng: &mut Pcg64Mcg, case: u64) -> (EwConfig, String) {
     let policy = EwPolicy::ALL[rng.gen_range(0..EwPolicy::ALL.len())];
     let mut cfg = config(dm, ds, dd, ddm, sync, policy);
     cfg.seed = case;
-    cfg.map.nvram_bytes = rng.gen_range(200..3000);
+    cfg.map.nvram_bytes = rng.gen_range(nvram);
+    // Small data sets: a small map, so the log checkpoints and wraps often.
+    cfg.data_set_bytes = Some([1 << 20, 2 << 20, 8 << 20][rng.gen_range(0..3)]);
     cfg.map.portions = rng.gen_range(1..=4);
     cfg.nvram_entries = rng.gen_range(1..60);
     if !ddm && rng.gen_bool(0.3) {
@@ -516,8 +518,9 @@ fn random_config(rng: &mut Pcg64Mcg, case: u64) -> (EwConfig, String) {
         cfg.age_bound = Some(Span::from_ms(100));
     }
     let what = format!(
-        "case {case}: {} sync {sync} {policy} nvram {} M {} entries {} {:?}",
+        "case {case}: {} sync {sync} {policy} data {} MiB nvram {} M {} entries {} {:?}",
         cfg.shape.describe(),
+        cfg.data_set_bytes.unwrap_or(0) >> 20,
         cfg.map.nvram_bytes,
         cfg.map.portions,
         cfg.nvram_entries,
@@ -534,26 +537,36 @@ fn random_config(rng: &mut Pcg64Mcg, case: u64) -> (EwConfig, String) {
 fn data_moves_carry_the_newest_acknowledged_bytes_to_reads_and_every_replica() {
     let mut rng = Pcg64Mcg::seed_from_u64(0xE3A7);
     let mut total = Stats::default();
-    let mut wraps = 0;
+    let (mut wraps, mut checkpoints) = (0, 0);
+    // The propagation table's high water, as a multiple of nvram_entries.
+    let mut beyond = 0f64;
+    let mut over = 0i64;
     for case in 0..36u64 {
-        let (cfg, what) = random_config(&mut rng, case);
+        let (cfg, what) = random_config(&mut rng, case, 100..600);
         let mut h = Harness::new(cfg, Pcg64Mcg::seed_from_u64(case), what);
         h.reads = rng.gen_range(0.2..0.7);
         let q = rng.gen_range(1..=16);
-        assert!(h.run(600, q));
+        assert!(h.run(1_000, q));
         h.check_idle();
         wraps += h.a.map.stats().wraps;
+        checkpoints += h.a.map.stats().checkpoints;
+        let (slots, limit) = (h.a.nvram_table_slots_max(), h.cfg.nvram_entries);
+        beyond = beyond.max(slots as f64 / limit as f64);
+        over = over.max(slots as i64 - limit as i64);
         total.reads_checked += h.stats.reads_checked;
         total.copies_moved += h.stats.copies_moved;
         total.meta_moves += h.stats.meta_moves;
     }
-    println!("{total:?}, {wraps} map log wraps");
+    println!("{total:?}, {wraps} map log wraps, {checkpoints} checkpoints, table at most {beyond:.1} x nvram_entries, {over} slots beyond");
     assert!(total.reads_checked > 5_000, "{total:?}");
     assert!(
         total.copies_moved > 1_000 && total.meta_moves > 1_000,
         "{total:?}"
     );
-    assert!(wraps > 10, "the map log wrapped {wraps} times");
+    assert!(
+        wraps > 100 && checkpoints > 300,
+        "the map log wrapped {wraps} times, {checkpoints} checkpoints"
+    );
 }
 
 /// Crashes at random points (before any step: a data move — half the time torn, some of
@@ -570,7 +583,7 @@ fn a_crash_anywhere_recovers_every_acknowledged_write_on_every_replica() {
     while total.crashes < 1_200 {
         let case = cases;
         cases += 1;
-        let (cfg, what) = random_config(&mut rng, case);
+        let (cfg, what) = random_config(&mut rng, case, 100..3000);
         let mut h = Harness::new(cfg, Pcg64Mcg::seed_from_u64(case ^ 0xC8A5), what);
         h.reads = rng.gen_range(0.1..0.6);
         let q = rng.gen_range(1..=12);
@@ -610,7 +623,7 @@ fn a_crash_anywhere_recovers_every_acknowledged_write_on_every_replica() {
 fn data_moves_do_not_change_timing() {
     let mut rng = Pcg64Mcg::seed_from_u64(0x71AE);
     for case in 0..12u64 {
-        let (cfg, what) = random_config(&mut rng, case);
+        let (cfg, what) = random_config(&mut rng, case, 100..3000);
         let run = |data: bool| {
             let mut a = EwArray::new(drive(), &cfg).unwrap();
             if data {

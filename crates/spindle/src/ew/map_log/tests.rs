@@ -687,3 +687,19 @@ fn recover_image_refuses_garbage() {
         MapLog::recover_image(cfg, 40, 2, &nvram, &mut |_, _| Err("disk gone".into())).unwrap_err();
     assert!(err.contains("disk gone"), "{err}");
 }
+
+/// The paper's 100 KB NVRAM is exactly the map log's image: a 64-byte header and two
+/// buffers of 6,396 records.
+#[test]
+fn the_default_nvram_image_is_the_papers_100_kb() {
+    let log = MapLog::new(MapLogConfig::default(), L2pMap::new(1000, 2)).unwrap();
+    assert_eq!(log.nvram_image_bytes(), 100 * 1024);
+    let mut log = log;
+    let writes = log.enable_image();
+    let end = writes
+        .iter()
+        .map(|(at, b)| at + b.len() as u64)
+        .max()
+        .unwrap();
+    assert!(end <= log.nvram_image_bytes());
+}
