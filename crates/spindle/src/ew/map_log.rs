@@ -125,8 +125,16 @@
 //! read = the chain's appends + the one header sector that ends it; the unused tail before a
 //! wrap is skipped. An append's id is its sequence number.
 //!
-//! Not done here: continuing after recovery (the controller may format anew with
-//! [`MapLog::new`]), merging repeated updates of one entry in NVRAM, replicating NVRAM or the
+//! From real bytes, [`MapLog::recover_image`] does the same, with a torn append (its
+//! checksum fails) or a stale one (another sequence number) ending the chain, and returns a
+//! log that *continues*: every append of the chain is durable, so released; the pointer is
+//! the oldest of the chain's M youngest checkpoints; NVRAM's sealed buffers not in the chain
+//! are issued again with the same sequence number, place and bytes (a checkpoint's portion
+//! is rebuilt as of its buffer's last record), so whatever part of them reached the region
+//! is overwritten by the same bytes; the open buffer stays open. Sequence numbers never
+//! repeat across recoveries.
+//!
+//! Not done here: merging repeated updates of one entry in NVRAM, replicating NVRAM or the
 //! region (the paper's option).
 
 use std::collections::{BTreeMap, VecDeque};

@@ -74,6 +74,11 @@
 //! with no pending propagation; a DDM queues the moves home of blocks away from home. The
 //! map log continues where it stopped: appends NVRAM still holds are issued again, same
 //! place and bytes. Then the whole NVRAM image is polled again (contract step 3).
+//!
+//! Call `recover` after turning data moves on and before any event *or poll* (the first
+//! poll of a fresh controller formats the region). The map lives in the map log, so every
+//! restart — after a clean stop too, when it finds nothing to repair — goes through
+//! `recover`; a controller that is not recovered formats anew, which loses the map.
 
 use super::*;
 use crate::array::{Bytes, CopyRuns};
