@@ -2,8 +2,9 @@
 //! restarted on the same data directory, and checked: every write acknowledged before a
 //! FLUSH that was itself acknowledged reads back intact (or a newer write of the block
 //! does), and every block reads the same whichever copy serves it. The layouts write some
-//! copies after answering the host (delayed mirror and rotational-replica writes), so a
-//! crash leaves copies to repair from the NVRAM table.
+//! copies after answering the host (delayed mirror and rotational-replica writes, the
+//! EW-Array's eager background copy, the DDM's move home) and the EW family keeps its map in
+//! a map log, so a crash leaves copies to repair from the NVRAM table and a map to rebuild.
 //!
 //! The client is a minimal NBD client over the Unix socket (fixed newstyle, NBD_OPT_GO,
 //! WRITE/READ/FLUSH with up to 16 requests in flight). Each 4 KiB block written carries
@@ -388,6 +389,31 @@ fn sr_array_with_delayed_replicas_loses_no_flushed_write() {
         &format!(
             "{DRIVE}[array]\nlayout = \"sr-array\"\nds = 2\ndr = 3\nscheduler = \"satf\"\n\
              writes = \"delayed\"\nnvram_entries = 32\ndata_set_bytes = 67108864\n{LOAD}"
+        ),
+    );
+}
+
+#[test]
+fn ew_array_with_an_eager_background_copy_loses_no_flushed_write() {
+    // A small map NVRAM (252 update records per buffer) makes the map log append and
+    // checkpoint many times per run, so crashes land among appends and checkpoints too.
+    crash_many(
+        "ew-array 2x1x2, one synchronous copy",
+        &format!(
+            "{DRIVE}[array]\nlayout = \"ew-array\"\ndm = 2\nds = 1\ndd = 2\nsync_copies = 1\n\
+             scheduler = \"satf-ew\"\nmap_nvram_bytes = 4096\n\
+             data_set_bytes = 67108864\n{LOAD}"
+        ),
+    );
+}
+
+#[test]
+fn ddm_with_its_background_move_home_loses_no_flushed_write() {
+    crash_many(
+        "ddm 1x2, two synchronous copies",
+        &format!(
+            "{DRIVE}[array]\nlayout = \"ddm\"\nds = 1\ndd = 2\nscheduler = \"freebw-hybrid\"\n\
+             map_nvram_bytes = 4096\ndata_set_bytes = 67108864\n{LOAD}"
         ),
     );
 }

@@ -137,6 +137,7 @@ pub struct Emulator {
     thread: Option<JoinHandle<Result<Stats, StoreError>>>,
     size_bytes: u64,
     sector_bytes: u32,
+    align_bytes: u32,
     recovered: Recovered,
 }
 
@@ -146,6 +147,8 @@ pub struct Handle {
     tx: Sender<Cmd>,
     pub size_bytes: u64,
     pub sector_bytes: u32,
+    /// Requests are multiples of this, at offsets aligned to it (`Engine::io_align_bytes`).
+    pub align_bytes: u32,
 }
 
 impl Handle {
@@ -210,6 +213,7 @@ impl Emulator {
         }
         let recovered = recover(engine.as_mut(), &mut store).map_err(|e| e.to_string())?;
         let sector_bytes = engine.sector_bytes();
+        let align_bytes = engine.io_align_bytes();
         let size_bytes = engine.capacity_sectors() * u64::from(sector_bytes);
         let (tx, rx) = mpsc::channel();
         let start = Instant::now();
@@ -230,6 +234,7 @@ impl Emulator {
             thread: Some(thread),
             size_bytes,
             sector_bytes,
+            align_bytes,
             recovered,
         })
     }
@@ -244,6 +249,7 @@ impl Emulator {
             tx: self.tx.clone().expect("running"),
             size_bytes: self.size_bytes,
             sector_bytes: self.sector_bytes,
+            align_bytes: self.align_bytes,
         }
     }
 
@@ -263,13 +269,18 @@ impl Emulator {
     }
 }
 
-/// The data contract's crash recovery (`spindle::array::data`): the controller rebuilds
-/// its state from the NVRAM image and the disks; its repair copies are performed and made
-/// durable; then the image is replaced by the one the recovered controller needs.
+/// The data contract's crash recovery (`spindle::array::data`), on every start but the
+/// first (an empty image: a new directory): the controller rebuilds its state from the
+/// NVRAM image and the disks — the EW-Array its map, from the map log — and its repair
+/// copies are performed. Then whatever the controller writes before its first event (a new
+/// EW-Array formats its map log region) is performed, the disks are made durable, and the
+/// image is replaced by the one the controller needs from now on.
 fn recover(engine: &mut dyn Engine, store: &mut BackingStore) -> Result<Recovered, StoreError> {
     let t0 = Instant::now();
     let image = store.read_nvram()?;
-    let repairs = {
+    let repairs = if image.is_empty() {
+        Vec::new()
+    } else {
         let mut read = |disk: usize, runs: &[spindle::drive::Run], buf: &mut [u8]| {
             store.read_runs(disk, runs, buf).map_err(|e| e.to_string())
         };
@@ -292,6 +303,19 @@ fn recover(engine: &mut dyn Engine, store: &mut BackingStore) -> Result<Recovere
         repaired_sectors += u64::from(mv.sectors) * mv.copies.len() as u64;
     }
     let mut writes = Vec::new();
+    while let Some(w) = engine.poll_nvram() {
+        writes.push(w);
+    }
+    while let Some(mv) = engine.poll_data() {
+        match &mv.bytes {
+            Bytes::Meta(bytes) => mv
+                .copies
+                .iter()
+                .try_for_each(|c| store.write_runs(mv.disk, c, bytes))?,
+            Bytes::Copy { disk, runs } => store.copy_runs((*disk, runs), mv.disk, &mv.copies)?,
+            Bytes::Host(_) => unreachable!("no host request before the first event"),
+        }
+    }
     while let Some(w) = engine.poll_nvram() {
         writes.push(w);
     }
@@ -481,11 +505,12 @@ impl Driver {
             }
         };
         let sb = self.sector_bytes;
+        let align = u64::from(self.engine.io_align_bytes());
         let capacity = self.engine.capacity_sectors() * sb;
         let end = offset.checked_add(u64::from(len));
-        if offset % sb != 0 || u64::from(len) % sb != 0 {
+        if offset % align != 0 || u64::from(len) % align != 0 {
             let _ = reply.send(Err(EmuError::Invalid(format!(
-                "{offset}+{len}: not aligned to the {sb}-byte sector"
+                "{offset}+{len}: not aligned to the array's {align}-byte blocks"
             ))));
             return;
         }

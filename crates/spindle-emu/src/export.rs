@@ -40,6 +40,11 @@ impl Backend for EmuExport {
         true
     }
 
+    /// The array's smallest request (the EW-Array's 4 KiB block, else the sector).
+    fn block_size_min(&self) -> u32 {
+        self.handle.align_bytes
+    }
+
     /// An array of hard disks.
     fn rotational(&self) -> bool {
         true

@@ -53,8 +53,7 @@ pub fn serve_until(
     if !engine.enable_data_moves() {
         return Err(format!(
             "the emulator cannot serve {} yet: its controller does not describe the bytes \
-             of its disk operations (served: jbod, striping, mirror, raid-10, sr-array, \
-             sr-mirror)",
+             of its disk operations",
             built.layout_label
         ));
     }

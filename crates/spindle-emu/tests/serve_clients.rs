@@ -29,13 +29,16 @@ fn run(tool: &str, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
-const LAYOUTS: [&str; 6] = [
+const LAYOUTS: [&str; 8] = [
     "layout = \"jbod\"\ndisks = 1",
     "layout = \"striping\"\nds = 4\nstripe_unit_bytes = 16384",
     "layout = \"mirror\"\ndm = 2\nscheduler = \"satf\"",
     "layout = \"raid-10\"\nds = 2\nscheduler = \"satf\"",
     "layout = \"sr-array\"\nds = 2\ndr = 2\nscheduler = \"rsatf\"",
     "layout = \"sr-mirror\"\nds = 1\ndr = 2\ndm = 2\nscheduler = \"rlook\"",
+    "layout = \"ew-array\"\ndm = 2\nds = 1\ndd = 2\nsync_copies = 1\nscheduler = \"satf-ew\"\n\
+     map_nvram_bytes = 4096",
+    "layout = \"ddm\"\nds = 1\ndd = 2\nscheduler = \"freebw-hybrid\"",
 ];
 
 #[test]

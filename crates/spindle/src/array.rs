@@ -282,6 +282,13 @@ pub trait Engine: Send {
     fn capacity_sectors(&self) -> u64;
     fn disk_count(&self) -> usize;
     fn sector_bytes(&self) -> u32;
+    /// The smallest unit and alignment, in bytes, of the host requests this controller
+    /// accepts with data moves on (every request's offset and length a multiple of it): a
+    /// sector, or a larger block for a controller that places whole blocks (the EW-Array's
+    /// 4 KiB).
+    fn io_align_bytes(&self) -> u32 {
+        self.sector_bytes()
+    }
     /// Cumulative busy time of `disk` up to instant `t` (t ≥ the last event handled).
     fn busy_until(&self, disk: usize, t: Nanos) -> Span;
     fn counters(&self, disk: usize) -> DiskCounters;
@@ -344,6 +351,9 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
     }
     fn sector_bytes(&self) -> u32 {
         (**self).sector_bytes()
+    }
+    fn io_align_bytes(&self) -> u32 {
+        (**self).io_align_bytes()
     }
     fn busy_until(&self, disk: usize, t: Nanos) -> Span {
         (**self).busy_until(disk, t)

@@ -115,6 +115,11 @@ pub trait Backend: Send + Sync + 'static {
     fn multi_conn(&self) -> bool {
         false
     }
+    /// The minimum block size advertised (`NBD_INFO_BLOCK_SIZE`): requests should be
+    /// multiples of it, at offsets aligned to it. A power of two, 512 to 64 KiB.
+    fn block_size_min(&self) -> u32 {
+        proto::BLOCK_SIZE_MIN
+    }
     /// Whether `NBD_FLAG_ROTATIONAL` is advertised (the export behaves like a hard disk, so
     /// a client's elevator may sort requests).
     fn rotational(&self) -> bool {

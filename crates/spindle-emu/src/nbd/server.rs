@@ -360,7 +360,8 @@ impl Server {
                 INFO_DESCRIPTION if e.description.is_empty() => continue,
                 INFO_DESCRIPTION => d.extend_from_slice(e.description.as_bytes()),
                 _ => {
-                    for v in [BLOCK_SIZE_MIN, BLOCK_SIZE_PREFERRED, PAYLOAD_MAX] {
+                    let min = b.block_size_min();
+                    for v in [min, BLOCK_SIZE_PREFERRED.max(min), PAYLOAD_MAX] {
                         d.extend_from_slice(&v.to_be_bytes());
                     }
                 }

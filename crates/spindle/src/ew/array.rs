@@ -41,7 +41,10 @@
 use super::free_space::{BlockId, FreeSpace, Sweep};
 use super::map_log::{Append, L2pMap, MapLog, MapLogConfig};
 use super::sched::{EwPick, EwPolicy, EwQueue, EwRequest, Work};
-use crate::array::{Action, Breakdown, Completion, DiskCounters, Engine, Event, HostRequest};
+use crate::array::{
+    Action, Breakdown, Completion, DataMove, DiskCounters, DiskReader, Engine, Event, HostRequest,
+    NvramWrite, RecoverError,
+};
 use crate::drive::{Access, Drive, HeadState, Transfer};
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
@@ -202,6 +205,12 @@ struct BlockState {
     inflight: u32,
     /// Pending propagations and home moves.
     props: Vec<usize>,
+    /// Host write chunks covering this block not yet acknowledged. The state stays while
+    /// one is pending: a chunk acknowledged after its block settled on a newer write (its
+    /// other blocks' copies still in flight) must not see a state created afresh by a
+    /// still newer write, or it would record itself as the newest acknowledged write with
+    /// no replica holding it.
+    chunks: u32,
 }
 
 /// A write whose map update waits for NVRAM room: (op, disk, extent, blocks applied).
@@ -247,6 +256,8 @@ pub struct EwArray {
     version: u64,
     seq: u64,
     noise: bool,
+    /// The bytes (data moves, NVRAM image); `None` while no driver wants them.
+    data: Option<data::DataState>,
     #[cfg(test)]
     pub(crate) audit: audit::Audit,
 }
@@ -502,6 +513,7 @@ impl EwArray {
             version: 0,
             seq: 0,
             noise: cfg.noise,
+            data: None,
             #[cfg(test)]
             audit: audit::Audit::default(),
         })
@@ -614,6 +626,7 @@ impl EwArray {
             ver: vec![0; dm],
             inflight: 0,
             props: Vec::new(),
+            chunks: 0,
         })
     }
 
@@ -621,11 +634,15 @@ impl EwArray {
     fn settle(&mut self, b: u32) {
         if let Some(st) = self.table.get(&b) {
             if st.inflight == 0
+                && st.chunks == 0
                 && st.props.is_empty()
                 && st.acked == st.newest
                 && st.ver.iter().all(|&v| v == st.newest)
             {
                 self.table.remove(&b);
+                if self.data.is_some() {
+                    self.settled(b);
+                }
             }
         }
     }
@@ -683,6 +700,14 @@ impl EwArray {
             "host request {} ends at {end}, beyond the array",
             req.id
         );
+        if self.data.is_some() {
+            let bs = u64::from(self.block_sectors);
+            assert!(
+                req.lba.is_multiple_of(bs) && u64::from(req.sectors).is_multiple_of(bs),
+                "host request {}: with data moves on, requests are whole {BLOCK_BYTES}-byte blocks",
+                req.id
+            );
+        }
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.slots.len() - 1
@@ -819,6 +844,7 @@ impl EwArray {
         for b in block..block + blocks {
             let st = self.state(b);
             st.newest = st.newest.max(version);
+            st.chunks += 1;
         }
         let g = Group {
             block,
@@ -946,6 +972,9 @@ impl EwArray {
             (Work::Eager { .. }, None) => unreachable!("an eager write is picked with its extent"),
         };
         self.op_mut(id).started = true;
+        if self.data.is_some() {
+            self.start_moves(d, id, &xfer);
+        }
         let disk = &mut self.disks[d];
         let rng = if self.noise {
             Some(&mut disk.rng)
@@ -1069,6 +1098,9 @@ impl EwArray {
                 self.disks[d].map_ns += service;
                 self.remove_op(f.op);
                 let more = self.map.append_done(id);
+                if self.data.is_some() {
+                    self.pump_map_nvram();
+                }
                 self.queue_appends(now, more);
                 self.drain_stalled(now);
             }
@@ -1130,7 +1162,12 @@ impl EwArray {
             if update {
                 let old = self.map.map().get(b, m);
                 match self.map.update(b, m, slot) {
-                    Ok(appends) => self.queue_appends(s.access.end, appends),
+                    Ok(appends) => {
+                        if self.data.is_some() {
+                            self.map_updated(b, m, slot, version);
+                        }
+                        self.queue_appends(s.access.end, appends)
+                    }
                     Err(_) => return false,
                 }
                 self.state(b).ver[m as usize] = version;
@@ -1169,11 +1206,11 @@ impl EwArray {
     fn chunk_acked(&mut self, now: Nanos, g: &Group) {
         let mut obsolete: Vec<usize> = Vec::new();
         for b in g.block..g.block + g.blocks {
-            // A block without state settled on a newer write while this chunk's other
-            // blocks were being written: nothing here is newer.
-            let Some(st) = self.table.get_mut(&b) else {
-                continue;
-            };
+            let st = self
+                .table
+                .get_mut(&b)
+                .expect("a pending chunk keeps its blocks' state");
+            st.chunks -= 1;
             if g.version <= st.acked {
                 continue;
             }
@@ -1430,6 +1467,7 @@ impl Engine for EwArray {
             self.now
         );
         self.now = now;
+        self.begin();
         match ev {
             Event::Host(req) => self.accept(now, req),
             Event::DiskDone { disk } => self.finish(now, disk),
@@ -1437,6 +1475,7 @@ impl Engine for EwArray {
     }
 
     fn poll_action(&mut self) -> Option<Action> {
+        self.begin();
         if self.actions.is_empty() && !self.to_dispatch.is_empty() {
             let now = self.now;
             let pending = std::mem::take(&mut self.to_dispatch);
@@ -1463,6 +1502,33 @@ impl Engine for EwArray {
 
     fn sector_bytes(&self) -> u32 {
         self.drive.geometry().sector_bytes()
+    }
+
+    /// The 4 KiB block: eager writing places whole blocks.
+    fn io_align_bytes(&self) -> u32 {
+        BLOCK_BYTES as u32
+    }
+
+    fn enable_data_moves(&mut self) -> bool {
+        self.enable_data()
+    }
+
+    fn poll_data(&mut self) -> Option<DataMove> {
+        self.begin();
+        self.data.as_mut()?.moves.pop_front()
+    }
+
+    fn poll_nvram(&mut self) -> Option<NvramWrite> {
+        self.begin();
+        self.data.as_mut()?.nvram.pop_front()
+    }
+
+    fn recover(
+        &mut self,
+        nvram: &[u8],
+        read: &mut DiskReader<'_>,
+    ) -> Result<Vec<DataMove>, RecoverError> {
+        self.recover_from(nvram, read)
     }
 
     fn busy_until(&self, disk: usize, t: Nanos) -> Span {
@@ -1518,8 +1584,13 @@ impl Engine for EwArray {
     }
 }
 
+mod data;
+
 #[cfg(test)]
 pub(crate) mod audit;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod data_tests;

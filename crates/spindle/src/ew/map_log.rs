@@ -32,7 +32,42 @@
 //!   rounded up to sectors): the header holds a magic number, the record count, the
 //!   append's sequence number, the checkpoint's portion (or none) and a checksum over header
 //!   and body, so a torn append reads as invalid. The simulator does not model bytes: a torn
-//!   append is simply absent from the region image.
+//!   append is simply absent from the region image. A driver that moves real bytes gets
+//!   them from [`MapLog::append_bytes`] and [`MapLog::region_image`], in the byte layout
+//!   below, and recovers with [`MapLog::recover_image`].
+//!
+//! # Byte layout (little-endian)
+//!
+//! **Append**, at its region offset, `sectors` sectors:
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 0..8 | magic [`APPEND_MAGIC`] (`"SPNDLMAP"`) |
+//! | 8..16 | sequence number u64 |
+//! | 16..20 | record count u32 (≤ R) |
+//! | 20..24 | checkpoint portion u32 ([`NO_PORTION`] = none) |
+//! | 24..28 | CRC-32 (IEEE) over bytes 0..24 and the body |
+//! | 28..32 | zero |
+//! | 32.. | body: the records (entry u32, physical block u32), then the portion's entries (u32 each, in entry order) |
+//! | .. | zero padding to the sector |
+//!
+//! **NVRAM** (the map log's part, [`MapLog::nvram_image_bytes`] = 64 + 2·R·8 bytes):
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 0..16 | recovery pointer: region offset u64, sequence number u64 |
+//! | 16..32, 32..48 | buffer 0, buffer 1: sequence number u64, record count u32, state u32 |
+//! | 48..56 | write head u64 (where the next append goes, before the wrap rule) |
+//! | 56..60 | next checkpoint portion u32 |
+//! | 60..64 | appends since the last checkpoint u32 |
+//! | 64.. | buffer 0's records (R × 8 bytes), then buffer 1's |
+//!
+//! The buffer holding sequence number s is buffer `s mod 2`. States: [`BUFFER_FREE`] (0),
+//! [`BUFFER_OPEN`] (1, taking updates), [`BUFFER_SEALED`] (2, its append issued) and
+//! [`BUFFER_SEALED`] + 1 + p (sealed, its append carries portion p). With the image on
+//! ([`MapLog::enable_image`]) every change is an NVRAM write ([`MapLog::take_nvram_writes`]):
+//! an update writes its record, then the whole 64-byte header (one write, so each change of
+//! the header is atomic); any prefix of the writes is a state recovery accepts.
 //!
 //! # Double buffering
 //!
@@ -90,8 +125,16 @@
 //! read = the chain's appends + the one header sector that ends it; the unused tail before a
 //! wrap is skipped. An append's id is its sequence number.
 //!
-//! Not done here: continuing after recovery (the controller may format anew with
-//! [`MapLog::new`]), merging repeated updates of one entry in NVRAM, replicating NVRAM or the
+//! From real bytes, [`MapLog::recover_image`] does the same, with a torn append (its
+//! checksum fails) or a stale one (another sequence number) ending the chain, and returns a
+//! log that *continues*: every append of the chain is durable, so released; the pointer is
+//! the oldest of the chain's M youngest checkpoints; NVRAM's sealed buffers not in the chain
+//! are issued again with the same sequence number, place and bytes (a checkpoint's portion
+//! is rebuilt as of its buffer's last record), so whatever part of them reached the region
+//! is overwritten by the same bytes; the open buffer stays open. Sequence numbers never
+//! repeat across recoveries.
+//!
+//! Not done here: merging repeated updates of one entry in NVRAM, replicating NVRAM or the
 //! region (the paper's option).
 
 use std::collections::{BTreeMap, VecDeque};
@@ -115,6 +158,14 @@ pub const APPEND_HEADER_BYTES: u64 = 32;
 pub const NVRAM_HEADER_BYTES: u64 = 64;
 /// Update buffers in NVRAM (double buffering).
 pub const NVRAM_BUFFERS: usize = 2;
+/// An append header's first 8 bytes.
+pub const APPEND_MAGIC: [u8; 8] = *b"SPNDLMAP";
+/// An append header's portion field when the append carries no checkpoint.
+pub const NO_PORTION: u32 = u32::MAX;
+/// NVRAM buffer states (module doc, byte layout).
+pub const BUFFER_FREE: u32 = 0;
+pub const BUFFER_OPEN: u32 = 1;
+pub const BUFFER_SEALED: u32 = 2;
 
 /// How the map is made persistent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -263,6 +314,9 @@ impl MapLogGeometry {
         }
         if m == 0 {
             return Err("map log: portions = 0: need at least one portion".into());
+        }
+        if m > u32::MAX - (BUFFER_SEALED + 1) {
+            return Err(format!("map log: portions = {m} is too large"));
         }
         if m > logical_blocks {
             return Err(format!(
@@ -521,6 +575,15 @@ pub struct MapLog {
     live: VecDeque<(LogPos, u64)>,
     region: Region,
     stats: MapLogStats,
+    /// The NVRAM byte image, when a driver moves real bytes.
+    image: Option<Image>,
+}
+
+/// NVRAM writes not yet taken, and the header as last written.
+#[derive(Debug)]
+struct Image {
+    writes: Vec<(u64, Vec<u8>)>,
+    header: [u8; NVRAM_HEADER_BYTES as usize],
 }
 
 impl fmt::Debug for MapLog {
@@ -555,6 +618,7 @@ impl MapLog {
             live: VecDeque::new(),
             region: Region::default(),
             stats: MapLogStats::default(),
+            image: None,
         };
         for p in 0..geo.portions {
             let seq = log.next_seq;
@@ -628,14 +692,28 @@ impl MapLog {
         }
         let entry = u32::try_from(entry).expect("entries fit u32 (checked by new)");
         self.map.phys[ix(u64::from(entry))] = phys;
-        self.open.push(Record { entry, phys });
+        let record = Record { entry, phys };
+        if let Some(img) = self.image.as_mut() {
+            let at =
+                buffer_offset(&self.geo, self.next_seq) + self.open.len() as u64 * RECORD_BYTES;
+            img.writes.push((at, record.bytes().to_vec()));
+        }
+        self.open.push(record);
         self.stats.updates += 1;
         self.stats.nvram_bytes_max = self.stats.nvram_bytes_max.max(self.nvram_bytes_used());
         assert!(self.open.len() <= ix(u64::from(self.geo.records_per_buffer)));
-        if self.open.len() == ix(u64::from(self.geo.records_per_buffer)) {
-            return Ok(vec![self.seal()]);
-        }
-        Ok(Vec::new())
+        let appends = if self.open.len() == ix(u64::from(self.geo.records_per_buffer)) {
+            vec![self.seal()]
+        } else {
+            Vec::new()
+        };
+        self.write_header();
+        Ok(appends)
+    }
+
+    /// Whether [`MapLog::update`] would answer `NvramFull` now.
+    pub fn is_full(&self) -> bool {
+        self.sealed.len() == NVRAM_BUFFERS
     }
 
     /// Append `id` is durable: once it and every older append are, their NVRAM buffers are
@@ -673,6 +751,7 @@ impl MapLog {
         while self.live.front().is_some_and(|(p, _)| p.seq < start) {
             self.live.pop_front();
         }
+        self.write_header();
         Vec::new()
     }
 
@@ -821,29 +900,36 @@ impl MapLog {
     /// Chooses where append `seq` of `sectors` goes and records it as live. Asserts it
     /// overwrites nothing recovery may need.
     fn place(&mut self, seq: u64, sectors: u64) -> u64 {
-        assert!(sectors <= self.geo.checkpoint_append_sectors);
+        self.try_place(seq, sectors)
+            .unwrap_or_else(|e| panic!("map log: {e}"))
+    }
+
+    /// [`MapLog::place`], or why append `seq` cannot go at the write head.
+    fn try_place(&mut self, seq: u64, sectors: u64) -> Result<u64, String> {
+        if sectors > self.geo.checkpoint_append_sectors {
+            return Err(format!("append {seq} of {sectors} sectors is too large"));
+        }
         let offset = self.geo.placed_at(self.head);
+        let end = offset + sectors;
+        if end > self.geo.region_sectors {
+            return Err(format!("append {seq} runs past the region"));
+        }
+        for (p, n) in &self.live {
+            if !(end <= p.offset || p.offset + n <= offset) {
+                return Err(format!(
+                    "append {seq} at [{offset}, {end}) would overwrite live append {} at {}",
+                    p.seq, p.offset
+                ));
+            }
+        }
         if offset != self.head {
             self.stats.wraps += 1;
-        }
-        let end = offset + sectors;
-        assert!(
-            end <= self.geo.region_sectors,
-            "append {seq} runs past the region"
-        );
-        for (p, n) in &self.live {
-            assert!(
-                end <= p.offset || p.offset + n <= offset,
-                "append {seq} at [{offset}, {end}) would overwrite live append {} at {}",
-                p.seq,
-                p.offset
-            );
         }
         self.live.push_back((LogPos { seq, offset }, sectors));
         let live: u64 = self.live.iter().map(|(_, n)| n).sum();
         self.stats.live_sectors_max = self.stats.live_sectors_max.max(live);
         self.head = end;
-        offset
+        Ok(offset)
     }
 
     /// Seals the open buffer: its append, with a portion every K-th time, is issued.
@@ -891,6 +977,520 @@ impl MapLog {
         });
         append
     }
+}
+
+/// A map log rebuilt from its byte images by [`MapLog::recover_image`], ready to continue.
+#[derive(Debug)]
+pub struct RecoveredLog {
+    pub log: MapLog,
+    /// Appends whose buffers NVRAM still holds and which may not have reached the region:
+    /// issue them again (same sequence number, place and bytes as the first time).
+    pub reissue: Vec<Append>,
+    /// Region sectors read (the chain from the pointer, and the header that ends it).
+    pub sectors_read: u64,
+}
+
+/// Reads whole sectors of the map log region: `(offset in sectors, buffer)`.
+pub type RegionReader<'a> = dyn FnMut(u64, &mut [u8]) -> Result<(), String> + 'a;
+
+impl MapLog {
+    /// Turns the NVRAM byte image on: from now on every change of NVRAM is a write for
+    /// [`MapLog::take_nvram_writes`]. Returns the writes that make up the whole image now
+    /// (header and live buffers), offsets from the start of the map log's NVRAM.
+    pub fn enable_image(&mut self) -> Vec<(u64, Vec<u8>)> {
+        let header = self.nvram_header();
+        let mut writes = vec![(0, header.to_vec())];
+        let sealed = self
+            .sealed
+            .iter()
+            .map(|s| (s.written.seq, &s.written.records[..]));
+        let open = (self.sealed.len() < NVRAM_BUFFERS).then_some((self.next_seq, &self.open[..]));
+        for (seq, records) in sealed.chain(open) {
+            if !records.is_empty() {
+                let bytes: Vec<u8> = records.iter().flat_map(|r| r.bytes()).collect();
+                writes.push((buffer_offset(&self.geo, seq), bytes));
+            }
+        }
+        self.image = Some(Image {
+            writes: Vec::new(),
+            header,
+        });
+        writes
+    }
+
+    /// The NVRAM writes since the last call, in order (offsets from the start of the map
+    /// log's NVRAM). Empty while the image is off.
+    pub fn take_nvram_writes(&mut self) -> Vec<(u64, Vec<u8>)> {
+        self.image
+            .as_mut()
+            .map(|img| std::mem::take(&mut img.writes))
+            .unwrap_or_default()
+    }
+
+    /// Size of the map log's part of NVRAM: header and two buffers of R records (at most
+    /// `nvram_bytes`).
+    pub fn nvram_image_bytes(&self) -> u64 {
+        nvram_image_bytes(&self.geo)
+    }
+
+    /// The bytes of append `id` (in flight), padded to its sectors. Panics on an id not in
+    /// flight (a controller bug).
+    pub fn append_bytes(&self, id: u64) -> Vec<u8> {
+        let s = self
+            .sealed
+            .iter()
+            .find(|s| s.written.seq == id)
+            .unwrap_or_else(|| panic!("append_bytes({id}): no such append in flight"));
+        encode_append(&s.written, &self.geo)
+    }
+
+    /// Every append the region holds now, as (offset in sectors, bytes): after
+    /// [`MapLog::new`], the format (the initial checkpoint) to write before the first event.
+    pub fn region_image(&self) -> Vec<(u64, Vec<u8>)> {
+        self.region
+            .appends
+            .iter()
+            .map(|(&offset, w)| (offset, encode_append(w, &self.geo)))
+            .collect()
+    }
+
+    /// Writes the header to the image if it changed.
+    fn write_header(&mut self) {
+        if self.image.is_none() {
+            return;
+        }
+        let h = self.nvram_header();
+        let img = self.image.as_mut().expect("image on");
+        if img.header != h {
+            img.header = h;
+            img.writes.push((0, h.to_vec()));
+        }
+    }
+
+    /// The NVRAM header for the current state (module doc, byte layout).
+    fn nvram_header(&self) -> [u8; NVRAM_HEADER_BYTES as usize] {
+        let mut h = [0u8; NVRAM_HEADER_BYTES as usize];
+        let p = self.start();
+        put_u64(&mut h, 0, p.offset);
+        put_u64(&mut h, 8, p.seq);
+        let mut describe = |seq: u64, count: usize, state: u32| {
+            let at = 16 + 16 * (seq % NVRAM_BUFFERS as u64) as usize;
+            put_u64(&mut h, at, seq);
+            put_u32(&mut h, at + 8, u32::try_from(count).expect("R fits u32"));
+            put_u32(&mut h, at + 12, state);
+        };
+        for s in &self.sealed {
+            let state = match &s.written.checkpoint {
+                None => BUFFER_SEALED,
+                Some(c) => BUFFER_SEALED + 1 + c.portion,
+            };
+            describe(s.written.seq, s.written.records.len(), state);
+        }
+        if self.sealed.len() < NVRAM_BUFFERS {
+            describe(self.next_seq, self.open.len(), BUFFER_OPEN);
+        }
+        put_u64(&mut h, 48, self.head);
+        put_u32(&mut h, 56, self.next_portion);
+        put_u32(&mut h, 60, self.appends_since_checkpoint);
+        h
+    }
+
+    /// Rebuilds the map log from its byte images, as a crash left them: `nvram` is the map
+    /// log's part of NVRAM (zero beyond its end), `read` reads the region. Reads the chain
+    /// of appends from the NVRAM pointer while each header carries the next sequence number
+    /// and its checksum holds (a torn or stale append ends it), replays NVRAM's buffers, and
+    /// returns a log that continues where the old one stopped, with the appends to issue
+    /// again. Garbage gives an error, never a panic.
+    pub fn recover_image(
+        cfg: MapLogConfig,
+        logical_blocks: u32,
+        replicas: u32,
+        nvram: &[u8],
+        read: &mut RegionReader<'_>,
+    ) -> Result<RecoveredLog, String> {
+        let geo = MapLogGeometry::new(&cfg, logical_blocks, replicas)?;
+        let nv = |at: u64, len: u64| -> Vec<u8> {
+            let mut out = vec![0u8; ix(len)];
+            let start = ix(at.min(nvram.len() as u64));
+            let end = ix((at + len).min(nvram.len() as u64));
+            out[..end - start].copy_from_slice(&nvram[start..end]);
+            out
+        };
+        let h = nv(0, NVRAM_HEADER_BYTES);
+        let pointer = LogPos {
+            offset: get_u64(&h, 0),
+            seq: get_u64(&h, 8),
+        };
+        struct Buf {
+            seq: u64,
+            count: u32,
+            state: u32,
+        }
+        let mut bufs = Vec::new();
+        for i in 0..NVRAM_BUFFERS {
+            let at = 16 + 16 * i;
+            let (seq, count, state) = (get_u64(&h, at), get_u32(&h, at + 8), get_u32(&h, at + 12));
+            if state == BUFFER_FREE {
+                continue;
+            }
+            if state > BUFFER_SEALED && state - BUFFER_SEALED > geo.portions {
+                return Err(format!("map log: NVRAM buffer {i} has state {state}"));
+            }
+            if seq % NVRAM_BUFFERS as u64 != i as u64 {
+                return Err(format!(
+                    "map log: NVRAM buffer {i} holds sequence number {seq}"
+                ));
+            }
+            if count > geo.records_per_buffer {
+                return Err(format!(
+                    "map log: NVRAM buffer {seq} holds {count} records, more than {}",
+                    geo.records_per_buffer
+                ));
+            }
+            bufs.push(Buf { seq, count, state });
+        }
+        bufs.sort_by_key(|b| b.seq);
+        let (Some(oldest), Some(youngest)) = (bufs.first(), bufs.last()) else {
+            return Err("map log: NVRAM holds no update buffer".into());
+        };
+        let (oldest, youngest) = (oldest.seq, youngest.seq);
+        if youngest >= u64::MAX - NVRAM_BUFFERS as u64 {
+            return Err(format!(
+                "map log: NVRAM buffer sequence number {youngest} is out of range"
+            ));
+        }
+        if youngest - oldest >= NVRAM_BUFFERS as u64 {
+            return Err("map log: NVRAM buffers are not consecutive".into());
+        }
+        if bufs[..bufs.len() - 1]
+            .iter()
+            .any(|b| b.state == BUFFER_OPEN)
+        {
+            return Err("map log: an open NVRAM buffer is older than a sealed one".into());
+        }
+        if pointer.offset >= geo.region_sectors || pointer.seq >= oldest {
+            return Err(format!(
+                "map log: the checkpoint pointer (append {} at sector {}) is outside the \
+                 {}-sector region or not older than NVRAM's buffers",
+                pointer.seq, pointer.offset, geo.region_sectors
+            ));
+        }
+        let head = get_u64(&h, 48);
+        let next_portion = get_u32(&h, 56);
+        let since = get_u32(&h, 60);
+        if next_portion >= geo.portions || since >= geo.checkpoint_every {
+            return Err(format!(
+                "map log: NVRAM's cadence (portion {next_portion}, {since} appends since a \
+                 checkpoint) does not fit M = {}, K = {}",
+                geo.portions, geo.checkpoint_every
+            ));
+        }
+        // The chain of appends from the pointer.
+        let sb = u64::from(geo.sector_bytes);
+        let header_sectors = APPEND_HEADER_BYTES.div_ceil(sb);
+        let mut map = L2pMap::new(logical_blocks, replicas);
+        let mut found = vec![false; ix(u64::from(geo.portions))];
+        let mut chain: Vec<(LogPos, Written)> = Vec::new();
+        let mut pos = pointer;
+        let mut sectors_read = 0;
+        while pos.offset + header_sectors <= geo.region_sectors
+            && (chain.len() as u64) <= geo.region_sectors
+        {
+            let mut buf = vec![0u8; ix(header_sectors * sb)];
+            read(pos.offset, &mut buf)?;
+            sectors_read += header_sectors;
+            let Some((seq, count, portion)) = parse_append_header(&buf) else {
+                break;
+            };
+            let portion_ok = portion.is_none_or(|p| p < geo.portions);
+            if seq != pos.seq || count > geo.records_per_buffer || !portion_ok {
+                break;
+            }
+            let entries = portion.map_or(0, |p| geo.portion_entries(p).len());
+            let sectors = geo.append_sectors(ix(u64::from(count)), entries);
+            if pos.offset + sectors > geo.region_sectors {
+                break;
+            }
+            buf.resize(ix(sectors * sb), 0);
+            if sectors > header_sectors {
+                read(
+                    pos.offset + header_sectors,
+                    &mut buf[ix(header_sectors * sb)..],
+                )?;
+                sectors_read += sectors - header_sectors;
+            }
+            let Some(w) = decode_append(&buf, &geo, sectors) else {
+                break; // torn
+            };
+            replay(&mut map, &w.records, &geo)?;
+            if let Some(c) = &w.checkpoint {
+                map.phys[geo.portion_entries(c.portion)].copy_from_slice(&c.phys);
+                found[ix(u64::from(c.portion))] = true;
+            }
+            chain.push((pos, w));
+            if pos.seq > youngest {
+                break; // nothing newer than NVRAM's buffers was ever written
+            }
+            pos = LogPos {
+                seq: pos.seq + 1,
+                offset: geo.placed_at(pos.offset + sectors),
+            };
+        }
+        let end = pos.seq;
+        let Some((last_pos, last)) = chain.last() else {
+            return Err(format!(
+                "map log: no append {} at the checkpoint pointer (sector {})",
+                pointer.seq, pointer.offset
+            ));
+        };
+        let chain_head = last_pos.offset + last.sectors;
+        if oldest > end {
+            return Err(format!(
+                "map log: records lost: the log ends before append {end} but NVRAM starts at {oldest}"
+            ));
+        }
+        if let Some(missing) = found.iter().position(|f| !f) {
+            return Err(format!(
+                "map log: no checkpoint of portion {missing} from append {} on",
+                pointer.seq
+            ));
+        }
+        // NVRAM's buffers, oldest first; those not in the chain are issued again.
+        let mut open: Option<(u64, Vec<Record>)> = None;
+        let mut again: Vec<Written> = Vec::new();
+        for b in &bufs {
+            let bytes = nv(
+                buffer_offset(&geo, b.seq),
+                u64::from(b.count) * RECORD_BYTES,
+            );
+            let records: Vec<Record> = bytes.chunks_exact(8).map(Record::from_bytes).collect();
+            replay(&mut map, &records, &geo)?;
+            if b.state == BUFFER_OPEN {
+                if b.seq < end {
+                    return Err(format!(
+                        "map log: open NVRAM buffer {} is already in the log",
+                        b.seq
+                    ));
+                }
+                open = Some((b.seq, records));
+            } else if b.seq >= end {
+                let checkpoint = (b.state > BUFFER_SEALED).then(|| {
+                    let portion = b.state - BUFFER_SEALED - 1;
+                    Snapshot {
+                        portion,
+                        phys: Arc::from(&map.phys[geo.portion_entries(portion)]),
+                    }
+                });
+                let entries = checkpoint.as_ref().map_or(0, |c| c.phys.len());
+                again.push(Written {
+                    seq: b.seq,
+                    sectors: geo.append_sectors(records.len(), entries),
+                    records: Arc::from(records),
+                    checkpoint,
+                });
+            }
+        }
+        // The writer's state: every append of the chain is durable, so released.
+        let mut checkpoints: VecDeque<LogPos> = chain
+            .iter()
+            .filter(|(_, w)| w.checkpoint.is_some())
+            .map(|(p, _)| *p)
+            .collect();
+        while checkpoints.len() > ix(u64::from(geo.portions)) {
+            checkpoints.pop_front();
+        }
+        let start = checkpoints.front().expect("every portion was found").seq;
+        let mut region = Region::default();
+        let mut live = VecDeque::new();
+        for (p, w) in chain.into_iter().filter(|(p, _)| p.seq >= start) {
+            live.push_back((p, w.sectors));
+            region.appends.insert(p.offset, w);
+        }
+        let mut log = MapLog {
+            geo,
+            map,
+            open: Vec::with_capacity(ix(u64::from(geo.records_per_buffer))),
+            sealed: VecDeque::with_capacity(NVRAM_BUFFERS),
+            next_seq: end,
+            head: chain_head,
+            appends_since_checkpoint: since,
+            next_portion,
+            checkpoints,
+            live,
+            region,
+            stats: MapLogStats::default(),
+            image: None,
+        };
+        let mut reissue = Vec::new();
+        for w in again {
+            if w.seq != log.next_seq {
+                return Err(format!(
+                    "map log: NVRAM buffer {} does not follow the log's append {}",
+                    w.seq,
+                    log.next_seq - 1
+                ));
+            }
+            let offset = log
+                .try_place(w.seq, w.sectors)
+                .map_err(|e| format!("map log: {e}"))?;
+            log.next_seq += 1;
+            reissue.push(Append {
+                id: w.seq,
+                offset_sectors: offset,
+                sectors: u32::try_from(w.sectors).expect("C fits u32"),
+                checkpoint: w.checkpoint.as_ref().map(|c| c.portion),
+                update_count: u32::try_from(w.records.len()).expect("R fits u32"),
+            });
+            log.sealed.push_back(Sealed {
+                offset,
+                written: w,
+                done: false,
+            });
+        }
+        if let Some((seq, records)) = open {
+            if seq != log.next_seq {
+                return Err(format!(
+                    "map log: the open NVRAM buffer {seq} does not follow append {}",
+                    log.next_seq - 1
+                ));
+            }
+            log.open = records;
+        }
+        if log.head != head {
+            return Err(format!(
+                "map log: NVRAM's write head (sector {head}) disagrees with the log's ({})",
+                log.head
+            ));
+        }
+        log.stats.nvram_bytes_max = log.nvram_bytes_used();
+        Ok(RecoveredLog {
+            log,
+            reissue,
+            sectors_read,
+        })
+    }
+}
+
+fn put_u32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+fn put_u64(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+fn get_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn get_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+impl Record {
+    fn bytes(&self) -> [u8; RECORD_BYTES as usize] {
+        let mut b = [0u8; RECORD_BYTES as usize];
+        put_u32(&mut b, 0, self.entry);
+        put_u32(&mut b, 4, self.phys);
+        b
+    }
+
+    fn from_bytes(b: &[u8]) -> Record {
+        Record {
+            entry: get_u32(b, 0),
+            phys: get_u32(b, 4),
+        }
+    }
+}
+
+fn nvram_image_bytes(geo: &MapLogGeometry) -> u64 {
+    NVRAM_HEADER_BYTES + NVRAM_BUFFERS as u64 * u64::from(geo.records_per_buffer) * RECORD_BYTES
+}
+
+/// Where the NVRAM buffer of sequence number `seq` starts.
+fn buffer_offset(geo: &MapLogGeometry, seq: u64) -> u64 {
+    NVRAM_HEADER_BYTES
+        + (seq % NVRAM_BUFFERS as u64) * u64::from(geo.records_per_buffer) * RECORD_BYTES
+}
+
+/// CRC-32 of an append: its header's first 24 bytes, then the body.
+fn append_crc(header: &[u8], body: &[u8]) -> u32 {
+    let mut crc = flate2::Crc::new();
+    crc.update(&header[..24]);
+    crc.update(body);
+    crc.sum()
+}
+
+/// An append's bytes (module doc, byte layout), padded to its sectors.
+fn encode_append(w: &Written, geo: &MapLogGeometry) -> Vec<u8> {
+    let len = ix(w.sectors * u64::from(geo.sector_bytes));
+    let mut b = Vec::with_capacity(len);
+    b.extend_from_slice(&APPEND_MAGIC);
+    b.extend_from_slice(&w.seq.to_le_bytes());
+    let count = u32::try_from(w.records.len()).expect("R fits u32");
+    b.extend_from_slice(&count.to_le_bytes());
+    let portion = w.checkpoint.as_ref().map_or(NO_PORTION, |c| c.portion);
+    b.extend_from_slice(&portion.to_le_bytes());
+    b.extend_from_slice(&[0u8; 8]); // checksum, then zero
+    for r in w.records.iter() {
+        b.extend_from_slice(&r.bytes());
+    }
+    if let Some(c) = &w.checkpoint {
+        for p in c.phys.iter() {
+            b.extend_from_slice(&p.to_le_bytes());
+        }
+    }
+    let body_end = b.len();
+    let crc = append_crc(&b[..24], &b[ix(APPEND_HEADER_BYTES)..body_end]);
+    put_u32(&mut b, 24, crc);
+    assert!(body_end <= len, "an append's body fits its sectors");
+    b.resize(len, 0);
+    b
+}
+
+/// An append header's (sequence number, record count, portion), if the magic is there.
+fn parse_append_header(b: &[u8]) -> Option<(u64, u32, Option<u32>)> {
+    if b.len() < ix(APPEND_HEADER_BYTES) || b[..8] != APPEND_MAGIC {
+        return None;
+    }
+    let portion = get_u32(b, 20);
+    Some((
+        get_u64(b, 8),
+        get_u32(b, 16),
+        (portion != NO_PORTION).then_some(portion),
+    ))
+}
+
+/// The append in `b` (its `sectors` sectors), if its checksum holds. The header fields must
+/// have been checked against the geometry.
+fn decode_append(b: &[u8], geo: &MapLogGeometry, sectors: u64) -> Option<Written> {
+    let (seq, count, portion) = parse_append_header(b)?;
+    let records_end = ix(APPEND_HEADER_BYTES + u64::from(count) * RECORD_BYTES);
+    let entries = portion.map_or(0, |p| geo.portion_entries(p).len());
+    let body_end = records_end + entries * ix(ENTRY_BYTES);
+    if body_end > b.len() || get_u32(b, 28) != 0 {
+        return None;
+    }
+    if append_crc(&b[..24], &b[ix(APPEND_HEADER_BYTES)..body_end]) != get_u32(b, 24) {
+        return None;
+    }
+    let records: Vec<Record> = b[ix(APPEND_HEADER_BYTES)..records_end]
+        .chunks_exact(8)
+        .map(Record::from_bytes)
+        .collect();
+    let checkpoint = portion.map(|p| Snapshot {
+        portion: p,
+        phys: b[records_end..body_end]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect(),
+    });
+    Some(Written {
+        seq,
+        sectors,
+        records: Arc::from(records),
+        checkpoint,
+    })
 }
 
 /// NVRAM's buffers are one or two, consecutive, each within R records.

@@ -466,3 +466,240 @@ fn same_seed_same_appends() {
     assert_eq!(trace(42), trace(42));
     assert_ne!(trace(42).0, trace(43).0);
 }
+
+/// The byte images alone: a region and an NVRAM image changed only by the bytes the log
+/// hands out ([`MapLog::region_image`], [`MapLog::append_bytes`], the NVRAM writes).
+/// Appends in flight land whole when done; at a crash each lands, is torn (a random prefix
+/// of its sectors, stale bytes after) or vanishes. [`MapLog::recover_image`] must give the
+/// live map; half the time the run goes on with the recovered log (its appends issued
+/// again), so recovery also continues a recovered log. An update's NVRAM writes cut short
+/// by a crash give the map before or after it.
+#[test]
+fn the_byte_images_recover_the_live_map_and_the_recovered_log_continues() {
+    fn apply(image: &mut Vec<u8>, writes: Vec<(u64, Vec<u8>)>) {
+        for (at, b) in writes {
+            let end = at as usize + b.len();
+            if image.len() < end {
+                image.resize(end, 0);
+            }
+            image[at as usize..end].copy_from_slice(&b);
+        }
+    }
+    let (mut crashes, mut torn, mut continued, mut cut, mut reissued) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
+    for seed in 0..60u64 {
+        let run = Run::swarm(seed + 5000, 400);
+        let (cfg, mut log, mut model, mut rng) = (run.cfg, run.log, run.model, run.rng);
+        let geo = *log.geometry();
+        let (blocks, replicas) = (model.logical_blocks(), model.replicas());
+        let sb = geo.sector_bytes as usize;
+        let mut region = vec![0u8; geo.region_sectors as usize * sb];
+        let write = |region: &mut Vec<u8>, off: u64, b: &[u8]| {
+            let at = off as usize * sb;
+            region[at..at + b.len()].copy_from_slice(b);
+        };
+        for (off, b) in log.region_image() {
+            write(&mut region, off, &b);
+        }
+        let mut nvram = Vec::new();
+        apply(&mut nvram, log.enable_image());
+        assert!(nvram.len() as u64 <= log.nvram_image_bytes());
+        // In flight: (id, offset, bytes).
+        let mut flying: Vec<(u64, u64, Vec<u8>)> = Vec::new();
+        let recover = |nvram: &[u8], region: &[u8]| {
+            MapLog::recover_image(cfg, blocks, replicas, nvram, &mut |off, buf| {
+                let at = off as usize * sb;
+                let src = region
+                    .get(at..at + buf.len())
+                    .ok_or_else(|| format!("read past the region at {off}"))?;
+                buf.copy_from_slice(src);
+                Ok(())
+            })
+        };
+        for _ in 0..1500 {
+            match rng.gen_range(0..100) {
+                0..=59 => {
+                    if log.is_full() {
+                        let i = rng.gen_range(0..flying.len());
+                        let (id, off, b) = flying.swap_remove(i);
+                        write(&mut region, off, &b);
+                        log.append_done(id);
+                        apply(&mut nvram, log.take_nvram_writes());
+                        continue;
+                    }
+                    let block = rng.gen_range(0..blocks);
+                    let replica = rng.gen_range(0..replicas);
+                    let phys = rng.gen_range(0..1000);
+                    let before = model.clone();
+                    for a in log.update(block, replica, phys).expect("not full") {
+                        flying.push((a.id, a.offset_sectors, log.append_bytes(a.id)));
+                    }
+                    model.set(block, replica, phys);
+                    let writes = log.take_nvram_writes();
+                    if rng.gen_ratio(1, 25) {
+                        // A crash among this update's NVRAM writes.
+                        let k = rng.gen_range(0..writes.len());
+                        let mut partial = nvram.clone();
+                        apply(&mut partial, writes[..k].to_vec());
+                        let got = recover(&partial, &region)
+                            .unwrap_or_else(|e| panic!("seed {seed}: cut after {k}: {e}"));
+                        assert!(
+                            got.log.map() == &before || got.log.map() == &model,
+                            "seed {seed}: a cut update gives neither map"
+                        );
+                        cut += 1;
+                    }
+                    apply(&mut nvram, writes);
+                }
+                60..=89 => {
+                    if !flying.is_empty() {
+                        let i = rng.gen_range(0..flying.len());
+                        let (id, off, b) = flying.swap_remove(i);
+                        write(&mut region, off, &b);
+                        log.append_done(id);
+                        apply(&mut nvram, log.take_nvram_writes());
+                    }
+                }
+                _ => {
+                    let mut crashed = region.clone();
+                    for (_, off, b) in &flying {
+                        match rng.gen_range(0..3) {
+                            0 => write(&mut crashed, *off, b),
+                            1 => {
+                                let sectors = rng.gen_range(0..b.len() / sb);
+                                write(&mut crashed, *off, &b[..sectors * sb]);
+                                torn += 1;
+                            }
+                            _ => {}
+                        }
+                    }
+                    let got = recover(&nvram, &crashed)
+                        .unwrap_or_else(|e| panic!("seed {seed}: {cfg:?}: recovery failed: {e}"));
+                    if let Some(d) = got.log.map().first_difference(&model) {
+                        panic!("seed {seed}: {cfg:?}: recovered map differs at {d:?}");
+                    }
+                    assert!(
+                        got.sectors_read <= geo.region_sectors + 4 * geo.checkpoint_append_sectors
+                    );
+                    crashes += 1;
+                    if rng.gen_bool(0.5) {
+                        // Go on from the crash with the recovered log.
+                        let mut rec = got;
+                        region = crashed;
+                        nvram = Vec::new();
+                        apply(&mut nvram, rec.log.enable_image());
+                        flying = rec
+                            .reissue
+                            .iter()
+                            .map(|a| (a.id, a.offset_sectors, rec.log.append_bytes(a.id)))
+                            .collect();
+                        reissued += rec.reissue.len() as u64;
+                        log = rec.log;
+                        continued += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(log.map().first_difference(&model), None, "seed {seed}");
+    }
+    println!(
+        "{crashes} crashes ({torn} torn appends, {continued} continued, {reissued} appends \
+         issued again), {cut} updates cut short"
+    );
+    assert!(crashes >= 1000 && continued >= 400 && reissued > 50 && torn > 100 && cut > 100);
+}
+
+/// Garbage NVRAM or a damaged region is an error, never a panic.
+#[test]
+fn recover_image_refuses_garbage() {
+    let cfg = MapLogConfig {
+        nvram_bytes: nvram_for(6),
+        portions: 3,
+        sector_bytes: 512,
+    };
+    let mut log = MapLog::new(cfg, L2pMap::new(40, 2)).unwrap();
+    let mut region = vec![0u8; log.region_sectors() as usize * 512];
+    for (off, b) in log.region_image() {
+        region[off as usize * 512..][..b.len()].copy_from_slice(&b);
+    }
+    let mut nvram = vec![0u8; log.nvram_image_bytes() as usize];
+    let apply = |nvram: &mut Vec<u8>, w: Vec<(u64, Vec<u8>)>| {
+        for (at, b) in w {
+            nvram[at as usize..][..b.len()].copy_from_slice(&b);
+        }
+    };
+    apply(&mut nvram, log.enable_image());
+    let mut rng = Pcg64Mcg::seed_from_u64(1);
+    for _ in 0..100 {
+        for a in log
+            .update(
+                rng.gen_range(0..40),
+                rng.gen_range(0..2),
+                rng.gen_range(0..99),
+            )
+            .unwrap()
+        {
+            let b = log.append_bytes(a.id);
+            region[a.offset_sectors as usize * 512..][..b.len()].copy_from_slice(&b);
+            log.append_done(a.id);
+        }
+        apply(&mut nvram, log.take_nvram_writes());
+    }
+    let recover = |nvram: &[u8], region: &[u8]| {
+        MapLog::recover_image(cfg, 40, 2, nvram, &mut |off, buf| {
+            let at = off as usize * 512;
+            buf.copy_from_slice(region.get(at..at + buf.len()).ok_or("past the region")?);
+            Ok(())
+        })
+    };
+    let good = recover(&nvram, &region).expect("the real images recover");
+    assert_eq!(good.log.map().first_difference(log.map()), None);
+    // Zeros, random bytes, one flipped bit anywhere in the header: an error or a map, no panic.
+    assert!(recover(&[], &region).is_err());
+    assert!(recover(&vec![0; nvram.len()], &region).is_err());
+    for _ in 0..300 {
+        let junk: Vec<u8> = (0..nvram.len()).map(|_| rng.gen()).collect();
+        assert!(recover(&junk, &region).is_err());
+    }
+    let mut errors = 0;
+    for bit in 0..64 * 8 {
+        let mut bad = nvram.clone();
+        bad[bit / 8] ^= 1 << (bit % 8);
+        errors += u32::from(recover(&bad, &region).is_err());
+    }
+    assert!(
+        errors > 300,
+        "only {errors} of 512 header bit flips refused"
+    );
+    // A region of garbage after the pointer: the chain ends, records are lost.
+    let junk: Vec<u8> = (0..region.len()).map(|_| rng.gen()).collect();
+    let err = recover(&nvram, &junk).unwrap_err();
+    assert!(err.contains("no append"), "{err}");
+    // Another map's shape.
+    let other = MapLog::recover_image(cfg, 41, 2, &nvram, &mut |off, buf| {
+        let at = off as usize * 512;
+        buf.copy_from_slice(&region[at..at + buf.len()]);
+        Ok(())
+    });
+    assert!(other.is_err());
+    // A reader that fails.
+    let err =
+        MapLog::recover_image(cfg, 40, 2, &nvram, &mut |_, _| Err("disk gone".into())).unwrap_err();
+    assert!(err.contains("disk gone"), "{err}");
+}
+
+/// The paper's 100 KB NVRAM is exactly the map log's image: a 64-byte header and two
+/// buffers of 6,396 records.
+#[test]
+fn the_default_nvram_image_is_the_papers_100_kb() {
+    let log = MapLog::new(MapLogConfig::default(), L2pMap::new(1000, 2)).unwrap();
+    assert_eq!(log.nvram_image_bytes(), 100 * 1024);
+    let mut log = log;
+    let writes = log.enable_image();
+    let end = writes
+        .iter()
+        .map(|(at, b)| at + b.len() as u64)
+        .max()
+        .unwrap();
+    assert!(end <= log.nvram_image_bytes());
+}
