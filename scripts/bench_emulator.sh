@@ -52,8 +52,8 @@ field() {
     python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["workload"][sys.argv[2]])' "$1" "$2"
 }
 
-echo "| experiment | predicted IOPS | emulated IOPS | emulated / predicted | lateness mean | p50 | p99 | p99.9 | max |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| experiment | predicted IOPS | emulated IOPS | emulated / predicted | lateness mean | p50 | p99 | p99.9 | max | mean in array |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for exp in "${files[@]}"; do
     [[ -f "$exp" ]] || { echo "$0: $exp: no such file" >&2; exit 2; }
     kind=$(field "$exp" kind)
@@ -93,7 +93,8 @@ print(round(job["read"]["iops"] + job["write"]["iops"]))' "$work/fio.out")
 import re, sys
 line = [l for l in open(sys.argv[1]) if "stopped:" in l][-1]
 v = dict(re.findall(r"(mean|p50|p99\.9|p99|max) ([0-9.]+) µs", line))
-print(" | ".join("%s µs" % v[k] for k in ("mean", "p50", "p99", "p99.9", "max")))' "$work/serve.log")
+q = re.search(r"([0-9.]+) requests in the array", line).group(1)
+print(" | ".join(["%s µs" % v[k] for k in ("mean", "p50", "p99", "p99.9", "max")] + [q]))' "$work/serve.log")
     ratio=$(python3 -c "print('%.1f %%' % (100 * $emulated / $predicted))")
     echo "| $(basename "$exp" .toml) | $predicted | $emulated | $ratio | $lateness |"
 done

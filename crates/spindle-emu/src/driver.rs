@@ -73,6 +73,10 @@ pub struct Stats {
     pub reads: u64,
     pub writes: u64,
     pub flushes: u64,
+    /// Host requests in the array (accepted, not yet answered by the core), averaged over
+    /// the time since the first request: the queue depth the array really saw, whatever the
+    /// client asked for (idle time after the first request counts as zero).
+    pub in_array_mean: f64,
     pub lateness_mean_us: f64,
     pub lateness_p50_us: f64,
     pub lateness_p99_us: f64,
@@ -87,7 +91,8 @@ impl std::fmt::Display for Stats {
         write!(
             f,
             "{} requests ({} reads, {} writes, {} flushes) in {:.1} s, {:.0} IOPS; lateness \
-             mean {:.1} µs, p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs",
+             mean {:.1} µs, p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs; {:.1} \
+             requests in the array on average",
             self.answered,
             self.reads,
             self.writes,
@@ -98,7 +103,8 @@ impl std::fmt::Display for Stats {
             self.lateness_p50_us,
             self.lateness_p99_us,
             self.lateness_p999_us,
-            self.lateness_max_us
+            self.lateness_max_us,
+            self.in_array_mean
         )
     }
 }
@@ -344,6 +350,10 @@ struct Driver {
     next_id: u64,
     sector_bytes: u64,
     spin_ns: u64,
+    /// ∫ pending.len() dt, in request·ns, from the first request to `counted_to`.
+    in_array_ns: u128,
+    first_request: Option<Nanos>,
+    counted_to: Nanos,
 }
 
 /// Sleeping gives way to spinning this long before a deadline (a normal thread's sleep
@@ -386,7 +396,23 @@ impl Driver {
             next_id: 0,
             sector_bytes,
             spin_ns,
+            in_array_ns: 0,
+            first_request: None,
+            counted_to: Nanos::ZERO,
         }
+    }
+
+    /// Adds the requests in the array since the last change, before it changes.
+    fn count_in_array(&mut self, now: Nanos) {
+        let dt = now.0.saturating_sub(self.counted_to.0);
+        self.in_array_ns += u128::from(dt) * self.pending.len() as u128;
+        self.counted_to = self.counted_to.max(now);
+    }
+
+    fn in_array_mean(&mut self) -> f64 {
+        self.count_in_array(self.now());
+        let from = self.first_request.unwrap_or(self.counted_to);
+        self.in_array_ns as f64 / self.counted_to.0.saturating_sub(from.0).max(1) as f64
     }
 
     fn now(&self) -> Nanos {
@@ -398,11 +424,17 @@ impl Driver {
         loop {
             self.fire_due(self.now());
             if !open && self.heap.is_empty() && self.pending.is_empty() {
+                let in_array_mean = self.in_array_mean();
+                let (tx, _) = oneshot::channel();
+                self.io.send(Job::Stats { tx, in_array_mean });
                 break;
             }
             match self.wait(&rx, &mut open) {
                 Some(Cmd::Io(req, reply)) => self.accept(req, reply),
-                Some(Cmd::Stats(tx)) => self.io.send(Job::Stats(tx)),
+                Some(Cmd::Stats(tx)) => {
+                    let in_array_mean = self.in_array_mean();
+                    self.io.send(Job::Stats { tx, in_array_mean });
+                }
                 None => {}
             }
         }
@@ -535,6 +567,8 @@ impl Driver {
             arrival: now,
         };
         self.next_id += 1;
+        self.count_in_array(now);
+        self.first_request.get_or_insert(now);
         self.pending.insert(req.id, Pending { op, fua, reply });
         self.io.send(Job::Host {
             id: req.id,
@@ -561,6 +595,7 @@ impl Driver {
             match self.engine.poll_action() {
                 Some(Action::DiskBusy { disk, until }) => self.heap.push(Reverse((until, disk))),
                 Some(Action::Complete(c)) => {
+                    self.count_in_array(c.done);
                     let p = self
                         .pending
                         .remove(&c.id)

@@ -39,7 +39,12 @@ pub(crate) enum Job {
     },
     /// FLUSH: answered once everything answered before it is durable.
     Flush(oneshot::Sender<Reply>),
-    Stats(oneshot::Sender<Stats>),
+    /// The statistics, with the clock thread's mean of requests in the array (also sent,
+    /// with a dropped receiver, just before the clock thread stops: the final figure).
+    Stats {
+        tx: oneshot::Sender<Stats>,
+        in_array_mean: f64,
+    },
 }
 
 pub(crate) struct IoThread {
@@ -147,7 +152,8 @@ impl Worker {
                     self.stats.flushes += 1;
                     self.syncer.sync_then_answer(reply, Ok(Vec::new()));
                 }
-                Job::Stats(tx) => {
+                Job::Stats { tx, in_array_mean } => {
+                    self.stats.in_array_mean = in_array_mean;
                     let _ = tx.send(self.snapshot());
                 }
             }
