@@ -491,6 +491,57 @@ fn a_read_after_an_acknowledged_write_sees_it() {
     }
 }
 
+/// A byte model of the disks: per disk, per physical sector, the tag (writing host request
+/// id + 1) it holds; changed only by data moves.
+type DiskTags = Vec<std::collections::HashMap<u64, u64>>;
+
+fn sectors_of(runs: &[Run]) -> impl Iterator<Item = u64> + '_ {
+    runs.iter()
+        .flat_map(|r| r.lba..r.lba + u64::from(r.sectors))
+}
+
+/// Applies a write move to the model (a host write tags its sectors, a copy copies the
+/// source's tags); returns false for a read, which changes nothing.
+fn apply_write(disks: &mut DiskTags, mv: &DataMove) -> bool {
+    let tags: Vec<u64> = match (mv.op, &mv.bytes) {
+        (Op::Write, Bytes::Host(id)) => vec![id + 1; mv.sectors as usize],
+        (Op::Write, Bytes::Copy { disk, runs }) => sectors_of(runs)
+            .map(|p| disks[*disk].get(&p).copied().unwrap_or(0))
+            .collect(),
+        (Op::Read, Bytes::Host(_)) => return false,
+        _ => panic!("malformed move {mv:?}"),
+    };
+    for copy in &mv.copies {
+        for (p, &tag) in sectors_of(copy).zip(&tags) {
+            disks[mv.disk].insert(p, tag);
+        }
+    }
+    true
+}
+
+/// A random request of 1–24 sectors on a 4-sector boundary below `cap`, a read with
+/// probability `read_share`; bursts: 70 % of the time the clock `t` then moves on.
+fn hot_request(rng: &mut Pcg64Mcg, id: u64, cap: u64, t: &mut u64, read_share: f64) -> HostRequest {
+    let sectors = [1u32, 8, 16, 24][rng.gen_range(0..4)];
+    let lba = rng.gen_range(0..(cap - 24) / 4) * 4;
+    let op = if rng.gen::<f64>() < read_share {
+        Op::Read
+    } else {
+        Op::Write
+    };
+    let r = HostRequest {
+        id,
+        op,
+        lba,
+        sectors,
+        arrival: Nanos(*t),
+    };
+    if rng.gen::<f64>() < 0.7 {
+        *t += rng.gen_range(0..3_000_000);
+    }
+    r
+}
+
 /// The data moves alone carry the data: a model of every disk's sectors, changed only by
 /// the moves in the order they are polled, returns to each read at least the newest write
 /// acknowledged before the read arrived, and once idle every copy of every written sector
@@ -518,8 +569,7 @@ fn data_moves_carry_the_newest_acknowledged_bytes_to_reads_and_every_copy() {
         assert!(a.enable_data_moves());
         let what = format!("case {case}: {ds}x{dr}x{dm} {placement:?} {writes:?} {policy}");
         let cap = a.capacity_sectors().min(640);
-        // Per disk, per physical sector: the tag (writing request id + 1) it holds.
-        let mut disks: Vec<HashMap<u64, u64>> = vec![HashMap::new(); a.disk_count()];
+        let mut disks: DiskTags = vec![HashMap::new(); a.disk_count()];
         // Per logical sector: the newest acknowledged write's tag.
         let mut acked: HashMap<u64, u64> = HashMap::new();
         let mut reqs: HashMap<u64, (HostRequest, Vec<u64>)> = HashMap::new();
@@ -531,25 +581,14 @@ fn data_moves_carry_the_newest_acknowledged_bytes_to_reads_and_every_copy() {
             // first; 400 requests in all.
             let disk_t = heap.peek().map(|Reverse((u, _))| u.0);
             if next_id < 400 && disk_t.is_none_or(|u| t <= u) {
-                let sectors = [1u32, 8, 16, 24][rng.gen_range(0..4)];
-                let lba = rng.gen_range(0..(cap - 24) / 4) * 4;
-                let op = if rng.gen() { Op::Read } else { Op::Write };
-                let r = HostRequest {
-                    id: next_id,
-                    op,
-                    lba,
-                    sectors,
-                    arrival: Nanos(t),
-                };
-                if rng.gen::<f64>() < 0.7 {
-                    t += rng.gen_range(0..3_000_000);
-                }
-                let must = (lba..lba + u64::from(sectors))
+                let r = hot_request(&mut rng, next_id, cap, &mut t, 0.5);
+                let (op, lba) = (r.op, r.lba);
+                let must = (lba..lba + u64::from(r.sectors))
                     .map(|s| acked.get(&s).copied().unwrap_or(0))
                     .collect();
                 reqs.insert(next_id, (r, must));
                 if op == Op::Read {
-                    read_tags.insert(next_id, vec![None; sectors as usize]);
+                    read_tags.insert(next_id, vec![None; r.sectors as usize]);
                 }
                 next_id += 1;
                 a.handle(r.arrival, Event::Host(r));
@@ -562,36 +601,20 @@ fn data_moves_carry_the_newest_acknowledged_bytes_to_reads_and_every_copy() {
             loop {
                 while let Some(mv) = a.poll_data() {
                     assert!(mv.is_consistent(sb), "{what}: {mv:?}");
-                    let tags: Vec<u64> = match (mv.op, &mv.bytes) {
-                        (Op::Write, Bytes::Host(id)) => vec![id + 1; mv.sectors as usize],
-                        (Op::Write, Bytes::Copy { disk: src, runs }) => runs
-                            .iter()
-                            .flat_map(|r| r.lba..r.lba + u64::from(r.sectors))
-                            .map(|p| disks[*src].get(&p).copied().unwrap_or(0))
-                            .collect(),
-                        (Op::Read, &Bytes::Host(id)) => {
-                            let got = mv.copies[0]
-                                .iter()
-                                .flat_map(|r| r.lba..r.lba + u64::from(r.sectors))
-                                .map(|p| disks[mv.disk].get(&p).copied().unwrap_or(0));
-                            let (req, _) = reqs[&id];
-                            let slot = read_tags.get_mut(&id).expect("a read");
-                            for (i, tag) in got.enumerate() {
-                                let at = (mv.lba - req.lba) as usize + i;
-                                assert!(slot[at].is_none(), "{what}: sector read twice");
-                                slot[at] = Some(tag);
-                            }
-                            continue;
-                        }
-                        _ => panic!("{what}: malformed move {mv:?}"),
+                    if apply_write(&mut disks, &mv) {
+                        continue;
+                    }
+                    let Bytes::Host(id) = mv.bytes else {
+                        unreachable!("a read is for a host request")
                     };
-                    for copy in &mv.copies {
-                        let sectors = copy
-                            .iter()
-                            .flat_map(|r| r.lba..r.lba + u64::from(r.sectors));
-                        for (p, &tag) in sectors.zip(&tags) {
-                            disks[mv.disk].insert(p, tag);
-                        }
+                    let got = sectors_of(&mv.copies[0])
+                        .map(|p| disks[mv.disk].get(&p).copied().unwrap_or(0));
+                    let (req, _) = reqs[&id];
+                    let slot = read_tags.get_mut(&id).expect("a read");
+                    for (i, tag) in got.enumerate() {
+                        let at = (mv.lba - req.lba) as usize + i;
+                        assert!(slot[at].is_none(), "{what}: sector read twice");
+                        slot[at] = Some(tag);
                     }
                 }
                 let Some(act) = a.poll_action() else { break };
@@ -670,7 +693,7 @@ fn recovery_from_the_nvram_table_leaves_every_copy_with_the_newest_acknowledged_
         let mut a = layout_array(ds, dr, dm, placement, writes, policy, nvram, case);
         assert!(a.enable_data_moves());
         let cap = a.capacity_sectors().min(640);
-        let mut disks: Vec<HashMap<u64, u64>> = vec![HashMap::new(); a.disk_count()];
+        let mut disks: DiskTags = vec![HashMap::new(); a.disk_count()];
         let mut image: Vec<u8> = Vec::new();
         let apply = |image: &mut Vec<u8>, w: NvramWrite| {
             let end = w.offset as usize + w.bytes.len();
@@ -678,26 +701,6 @@ fn recovery_from_the_nvram_table_leaves_every_copy_with_the_newest_acknowledged_
                 image.resize(end, 0);
             }
             image[w.offset as usize..end].copy_from_slice(&w.bytes);
-        };
-        let perform = |disks: &mut Vec<HashMap<u64, u64>>, mv: &DataMove| {
-            let tags: Vec<u64> = match (&mv.op, &mv.bytes) {
-                (Op::Write, Bytes::Host(id)) => vec![id + 1; mv.sectors as usize],
-                (Op::Write, Bytes::Copy { disk, runs }) => runs
-                    .iter()
-                    .flat_map(|r| r.lba..r.lba + u64::from(r.sectors))
-                    .map(|p| disks[*disk].get(&p).copied().unwrap_or(0))
-                    .collect(),
-                (Op::Read, _) => return,
-                _ => panic!("malformed move {mv:?}"),
-            };
-            for copy in &mv.copies {
-                let sectors = copy
-                    .iter()
-                    .flat_map(|r| r.lba..r.lba + u64::from(r.sectors));
-                for (p, &tag) in sectors.zip(&tags) {
-                    disks[mv.disk].insert(p, tag);
-                }
-            }
         };
         let mut acked: HashMap<u64, u64> = HashMap::new();
         let mut reqs: HashMap<u64, HostRequest> = HashMap::new();
@@ -708,23 +711,7 @@ fn recovery_from_the_nvram_table_leaves_every_copy_with_the_newest_acknowledged_
         'run: loop {
             let disk_t = heap.peek().map(|Reverse((u, _))| u.0);
             if next_id < 300 && disk_t.is_none_or(|u| t <= u) {
-                let sectors = [1u32, 8, 16, 24][rng.gen_range(0..4)];
-                let lba = rng.gen_range(0..(cap - 24) / 4) * 4;
-                let op = if rng.gen_range(0..4) == 0 {
-                    Op::Read
-                } else {
-                    Op::Write
-                };
-                let r = HostRequest {
-                    id: next_id,
-                    op,
-                    lba,
-                    sectors,
-                    arrival: Nanos(t),
-                };
-                if rng.gen::<f64>() < 0.7 {
-                    t += rng.gen_range(0..3_000_000);
-                }
+                let r = hot_request(&mut rng, next_id, cap, &mut t, 0.25);
                 reqs.insert(next_id, r);
                 next_id += 1;
                 a.handle(r.arrival, Event::Host(r));
@@ -744,7 +731,7 @@ fn recovery_from_the_nvram_table_leaves_every_copy_with_the_newest_acknowledged_
                     if let Some(w) = a.poll_nvram() {
                         apply(&mut image, w);
                     } else if let Some(mv) = a.poll_data() {
-                        perform(&mut disks, &mv);
+                        apply_write(&mut disks, &mv);
                     } else {
                         break;
                     }
@@ -775,7 +762,7 @@ fn recovery_from_the_nvram_table_leaves_every_copy_with_the_newest_acknowledged_
                 mv.is_consistent(b.drive().geometry().sector_bytes()),
                 "{what}: {mv:?}"
             );
-            perform(&mut disks, mv);
+            apply_write(&mut disks, mv);
         }
         let mut fresh_image = Vec::new();
         while let Some(w) = b.poll_nvram() {
