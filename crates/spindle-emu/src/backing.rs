@@ -6,8 +6,10 @@
 //! never read through the wrong layout. A `running` marker exists while an emulator uses
 //! the directory: found at open, it says the last run did not stop cleanly. `nvram.img` is
 //! the controller's NVRAM (its table of pending writes, the EW map updates): what a crash
-//! must not lose, written before the host is answered (see `spindle::array::data`).
+//! must not lose, written before the host is answered (see `spindle::array::data`), mapped
+//! into memory while serving (`nvram.rs`).
 
+use crate::nvram::NvramImage;
 use serde::{Deserialize, Serialize};
 use spindle::array::{CopyRuns, NvramWrite};
 use spindle::drive::Run;
@@ -152,10 +154,11 @@ impl BackingStore {
         std::fs::read(self.nvram_path()).map_err(self.nvram_error())
     }
 
-    /// Applies one NVRAM write to the image.
-    pub fn write_nvram(&self, w: &NvramWrite) -> Result<(), StoreError> {
+    /// The NVRAM image, mapped for the emulator's NVRAM writes.
+    pub fn nvram_image(&self) -> Result<NvramImage, StoreError> {
         self.nvram
-            .write_all_at(&w.bytes, w.offset)
+            .try_clone()
+            .and_then(|f| NvramImage::open(self.nvram_path(), f))
             .map_err(self.nvram_error())
     }
 

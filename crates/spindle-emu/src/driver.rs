@@ -3,12 +3,14 @@
 //! The clock thread owns the [`Engine`]. Simulated time is the wall time since the driver
 //! started, in integer nanoseconds. A host request is handed to the core the moment the
 //! thread receives it; each disk operation's completion is fed back at its simulated
-//! instant (the thread sleeps to that absolute deadline, spinning for the last 150 µs, or
-//! 20 µs under `SCHED_FIFO`). Everything the core asks of the files — its NVRAM writes, its
-//! data moves (every copy, propagation and read, in the order the core started them, so a
-//! read returns the bytes of the copy the core chose) — and the answers to the host go, in
-//! that order, to the I/O thread (`io.rs`), which performs them and answers; the lateness
-//! — answer sent minus simulated completion — goes into an HDR histogram there.
+//! instant (the thread sleeps to that absolute deadline with a 1 ns timer slack, spinning
+//! for the last 200 µs). Everything the core asks of the files — its NVRAM writes, its data
+//! moves (every copy, propagation and read, in the order the core started them, so a read
+//! returns the bytes of the copy the core chose) — goes, in that order, to the I/O thread
+//! (`io.rs`). An answer follows them: the clock thread sends it itself when the I/O thread
+//! has performed everything handed over before it, else the I/O thread sends it after
+//! them; the lateness — answer sent minus simulated completion — goes into an HDR
+//! histogram.
 //!
 //! Durability: writes reach the backing files (the OS page cache) when their disk operation
 //! starts; the controller's NVRAM writes reach `nvram.img` before any answer that follows
@@ -18,7 +20,7 @@
 //! its repair copies are made durable first.
 
 use crate::backing::{BackingStore, StoreError};
-use crate::io::{IoThread, Job};
+use crate::io::{Answer, IoThread, Job};
 use spindle::array::{Action, Bytes, Engine, Event, HostRequest};
 use spindle::{Nanos, Op};
 use std::cmp::Reverse;
@@ -73,9 +75,10 @@ pub struct Stats {
     pub reads: u64,
     pub writes: u64,
     pub flushes: u64,
-    /// Host requests in the array (accepted, not yet answered by the core), averaged over
-    /// the time since the first request: the queue depth the array really saw, whatever the
-    /// client asked for (idle time after the first request counts as zero).
+    /// Host requests in the array (accepted, not yet answered by the core), averaged from
+    /// the first request to the last answer (to now while requests are in the array): the
+    /// queue depth the array really saw, whatever the client asked for (idle time between
+    /// requests counts as zero).
     pub in_array_mean: f64,
     pub lateness_mean_us: f64,
     pub lateness_p50_us: f64,
@@ -190,9 +193,8 @@ impl Handle {
 /// How the clock thread keeps time.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClockOptions {
-    /// Run the clock thread under `SCHED_FIFO` with a 1 ns timer slack, so it wakes on time
-    /// however busy the other threads are, and spin only the last [`SPIN_RT_NS`] before a
-    /// deadline (needs CAP_SYS_NICE; without it the thread stays normal and says so).
+    /// Run the clock and I/O threads under `SCHED_FIFO`, so they run on time however busy
+    /// the other threads are (needs CAP_SYS_NICE; without it they stay normal and say so).
     pub realtime: bool,
 }
 
@@ -227,12 +229,11 @@ impl Emulator {
         let thread = std::thread::Builder::new()
             .name("spindle-clock".into())
             .spawn(move || {
-                let spin_ns = if clock.realtime && become_realtime("clock", 50) {
-                    SPIN_RT_NS
-                } else {
-                    SPIN_NS
-                };
-                Driver::new(engine, io, start, spin_ns).run(rx)
+                tight_timer_slack();
+                if clock.realtime {
+                    become_realtime("clock", 50);
+                }
+                Driver::new(engine, io, start, spin_ns()).run(rx)
             })
             .map_err(|e| format!("cannot start the clock thread: {e}"))?;
         Ok(Emulator {
@@ -356,24 +357,35 @@ struct Driver {
     counted_to: Nanos,
 }
 
-/// Sleeping gives way to spinning this long before a deadline (a normal thread's sleep
-/// may overshoot by the timer slack, 50 µs, plus scheduling delay).
-const SPIN_NS: u64 = 150_000;
-/// The same under `SCHED_FIFO` with a 1 ns timer slack, where a sleep ends within a few
-/// microseconds of its deadline.
-pub const SPIN_RT_NS: u64 = 20_000;
+/// Sleeping gives way to spinning this long before a deadline. With a 1 ns timer slack a
+/// sleep still overshoots by the wake-up from idle: measured on this project's 2-core
+/// virtual machine, p50 40 µs, p99 50–90 µs, p99.9 130–270 µs, normal or `SCHED_FIFO`.
+/// Overridable with `SPINDLE_SPIN_US` (to measure the trade-off: a longer spin costs CPU).
+const SPIN_NS: u64 = 200_000;
 
-/// Puts the calling thread (the `what` thread) under `SCHED_FIFO` at `priority` with a 1 ns
-/// timer slack; says on stderr why not if it cannot.
+fn spin_ns() -> u64 {
+    std::env::var("SPINDLE_SPIN_US")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(SPIN_NS, |us| us * 1000)
+}
+
+/// Sets the calling thread's timer slack to 1 ns (the default 50 µs would be added to every
+/// sleep); needs no privilege.
+fn tight_timer_slack() {
+    // SAFETY: a plain system call on the calling thread with valid arguments.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+}
+
+/// Puts the calling thread (the `what` thread) under `SCHED_FIFO` at `priority`; says on
+/// stderr why not if it cannot.
 pub(crate) fn become_realtime(what: &str, priority: i32) -> bool {
-    // SAFETY: plain system calls on the calling thread with valid arguments.
-    let slack = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
     let param = libc::sched_param {
         sched_priority: priority,
     };
-    // SAFETY: as above; `param` outlives the call.
+    // SAFETY: a plain system call on the calling thread; `param` outlives the call.
     let fifo = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-    if slack != 0 || fifo != 0 {
+    if fifo != 0 {
         eprintln!(
             "spindle serve: --realtime: cannot put the {what} thread under SCHED_FIFO ({}); \
              it runs at normal priority",
@@ -409,8 +421,12 @@ impl Driver {
         self.counted_to = self.counted_to.max(now);
     }
 
+    /// From the first request to now, or to the last answer if the array is empty: the
+    /// idle time after a client's run does not dilute it.
     fn in_array_mean(&mut self) -> f64 {
-        self.count_in_array(self.now());
+        if !self.pending.is_empty() {
+            self.count_in_array(self.now());
+        }
         let from = self.first_request.unwrap_or(self.counted_to);
         self.in_array_ns as f64 / self.counted_to.0.saturating_sub(from.0).max(1) as f64
     }
@@ -521,7 +537,7 @@ impl Driver {
     fn accept(&mut self, req: Request, reply: oneshot::Sender<Reply>) {
         let (op, offset, data, len, fua) = match req {
             Request::Flush => {
-                self.io.send(Job::Flush(reply));
+                self.io.flush(reply);
                 return;
             }
             // TRIM zeroes, as a timed write: NBD makes it advisory, but nbdfuse turns a hole
@@ -586,7 +602,7 @@ impl Driver {
             let mut effects = false;
             while let Some(w) = self.engine.poll_nvram() {
                 effects = true;
-                self.io.send(Job::Nvram(w));
+                self.io.nvram(w);
             }
             while let Some(mv) = self.engine.poll_data() {
                 effects = true;
@@ -600,7 +616,7 @@ impl Driver {
                         .pending
                         .remove(&c.id)
                         .expect("an answered request is pending");
-                    self.io.send(Job::Answer {
+                    self.io.answer(Answer {
                         id: c.id,
                         op: p.op,
                         done: c.done,

@@ -1,19 +1,35 @@
 //! The I/O thread: performs the core's NVRAM writes and data moves on the backing store in
-//! the order the clock thread hands them over, and answers the host — after every job
-//! before it, so a read's bytes, a write's copies and the NVRAM records an answer depends
-//! on are in place — recording each answer's lateness (sent minus simulated completion).
-//! Keeping file I/O here keeps the clock thread's deadlines free of page-cache stalls
-//! (dirty-page throttling, block allocation in the sparse files).
+//! the order the clock thread hands them over. Keeping file I/O here keeps the clock
+//! thread's deadlines free of page-cache stalls (dirty-page throttling, block allocation in
+//! the sparse files).
+//!
+//! The NVRAM image is memory (`nvram.rs`): the clock thread stores an NVRAM write itself
+//! when every move and NVRAM write handed over before it is performed, so it cannot overtake
+//! one (a record cleared before the copy it protected is written would lose that copy in a
+//! crash); otherwise the write queues behind them.
+//!
+//! An answer to the host depends on what was handed over before it that concerns it: its
+//! own request's moves (a read's bytes, a write's copies) and every queued NVRAM write (the
+//! records recovery needs). The worker performs jobs in order, so a read's move also comes
+//! after every earlier write to its sectors. When the worker has performed those — nearly
+//! always: a disk operation's moves are handed over when it starts, milliseconds before it
+//! completes — the clock thread answers itself ([`IoThread::answer`]); otherwise the answer
+//! queues behind them. Answering on the clock thread saves a thread wake-up (tens of µs on
+//! a virtual machine) on every answer. Either way the answer's lateness (sent minus
+//! simulated completion) goes into one histogram.
 
 use crate::backing::{BackingStore, StoreError};
 use crate::driver::{EmuError, Reply, Stats};
+use crate::nvram::NvramImage;
 use hdrhistogram::Histogram;
 use spindle::array::{Bytes, DataMove, NvramWrite};
 use spindle::{Nanos, Op};
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
 use tokio::sync::oneshot;
@@ -29,14 +45,8 @@ pub(crate) enum Job {
     },
     Nvram(NvramWrite),
     Move(DataMove),
-    /// The core answered host request `id` at simulated instant `done`.
-    Answer {
-        id: u64,
-        op: Op,
-        done: Nanos,
-        fua: bool,
-        reply: oneshot::Sender<Reply>,
-    },
+    /// The core answered a host request.
+    Answer(Answer),
     /// FLUSH: answered once everything answered before it is durable.
     Flush(oneshot::Sender<Reply>),
     /// The statistics, with the clock thread's mean of requests in the array (also sent,
@@ -47,43 +57,162 @@ pub(crate) enum Job {
     },
 }
 
+/// The core answered host request `id` at simulated instant `done`.
+pub(crate) struct Answer {
+    pub id: u64,
+    pub op: Op,
+    pub done: Nanos,
+    pub fua: bool,
+    pub reply: oneshot::Sender<Reply>,
+}
+
 pub(crate) struct IoThread {
     tx: Sender<Job>,
     thread: JoinHandle<Result<Stats, StoreError>>,
+    answers: Arc<Mutex<Answers>>,
+    /// Jobs handed over, and jobs the worker has finished (jobs are numbered from 1).
+    sent: u64,
+    performed: Arc<AtomicU64>,
+    /// The numbers of the last NVRAM write handed over, and of the last job an NVRAM write
+    /// must not overtake (a move or an NVRAM write).
+    last_nvram: u64,
+    last_ordered: u64,
+    nvram: Arc<Mutex<NvramImage>>,
+    /// For each host request in the core, the number of the last job about its bytes.
+    last_of_request: HashMap<u64, u64>,
 }
 
 impl IoThread {
     /// Starts the thread over `store`; times are measured from `start` (the clock's origin).
     pub fn start(store: BackingStore, start: Instant, realtime: bool) -> Result<IoThread, String> {
-        let syncer = Syncer::start(store.sync_handles().map_err(|e| e.to_string())?);
+        let (syncer, sync_tx) = Syncer::start(store.sync_handles().map_err(|e| e.to_string())?);
+        let answers = Arc::new(Mutex::new(Answers::new(start, sync_tx)));
+        let nvram = Arc::new(Mutex::new(store.nvram_image().map_err(|e| e.to_string())?));
+        let performed = Arc::new(AtomicU64::new(0));
         let (tx, rx) = mpsc::channel();
+        let worker = Worker {
+            sector_bytes: store.shape().sector_bytes as usize,
+            store,
+            answers: answers.clone(),
+            nvram: nvram.clone(),
+            performed: performed.clone(),
+        };
         let thread = std::thread::Builder::new()
             .name("spindle-io".into())
             .spawn(move || {
                 if realtime {
                     crate::driver::become_realtime("I/O", 49);
                 }
-                Worker::new(store, syncer, start).run(rx)
+                worker.run(rx, syncer)
             })
             .map_err(|e| format!("cannot start the I/O thread: {e}"))?;
-        Ok(IoThread { tx, thread })
+        Ok(IoThread {
+            tx,
+            thread,
+            answers,
+            sent: 0,
+            performed,
+            last_nvram: 0,
+            last_ordered: 0,
+            nvram,
+            last_of_request: HashMap::new(),
+        })
     }
 
-    pub fn send(&self, job: Job) {
+    pub fn send(&mut self, job: Job) {
+        self.sent += 1;
+        match &job {
+            Job::Host { id, .. } => {
+                self.last_of_request.insert(*id, self.sent);
+            }
+            Job::Move(DataMove {
+                bytes: Bytes::Host(id),
+                ..
+            }) => {
+                self.last_of_request.insert(*id, self.sent);
+                self.last_ordered = self.sent;
+            }
+            Job::Move(_) => self.last_ordered = self.sent,
+            Job::Nvram(_) => {
+                self.last_nvram = self.sent;
+                self.last_ordered = self.sent;
+            }
+            _ => {}
+        }
         // The worker only stops once this sender is dropped: a send cannot fail here.
         let _ = self.tx.send(job);
     }
 
+    /// Whether the worker has performed every job up to number `n`.
+    fn performed(&self, n: u64) -> bool {
+        self.performed.load(Ordering::Acquire) >= n
+    }
+
+    /// Stores an NVRAM write now, on the calling thread, if nothing it must not overtake is
+    /// pending; otherwise after it, on the I/O thread.
+    pub fn nvram(&mut self, w: NvramWrite) {
+        if self.performed(self.last_ordered) {
+            store_nvram(&self.nvram, &self.answers, &w);
+        } else {
+            self.send(Job::Nvram(w));
+        }
+    }
+
+    /// Answers now, on the calling thread, if the jobs the answer depends on are performed;
+    /// otherwise after them, on the I/O thread.
+    pub fn answer(&mut self, a: Answer) {
+        let own = self.last_of_request.remove(&a.id).unwrap_or(0);
+        if self.performed(own.max(self.last_nvram)) {
+            lock(&self.answers).answer(a);
+        } else {
+            self.send(Job::Answer(a));
+        }
+    }
+
+    /// FLUSH, the same way: the syncer takes it once every write answered before is in the
+    /// files.
+    pub fn flush(&mut self, reply: oneshot::Sender<Reply>) {
+        if self.performed(self.sent) {
+            lock(&self.answers).flush(reply);
+        } else {
+            self.send(Job::Flush(reply));
+        }
+    }
+
     /// Lets the worker finish every job, makes the store durable and closes it cleanly.
     pub fn stop(self) -> Result<Stats, StoreError> {
-        drop(self.tx);
-        self.thread.join().unwrap_or_else(|_| {
+        let IoThread {
+            tx,
+            thread,
+            answers,
+            ..
+        } = self;
+        // The worker stops the syncer once it holds the last reference to the answers.
+        drop(answers);
+        drop(tx);
+        thread.join().unwrap_or_else(|_| {
             Err(StoreError::Mismatch {
                 path: PathBuf::from("spindle-io"),
                 msg: "the I/O thread panicked".into(),
             })
         })
     }
+}
+
+/// Applies an NVRAM write; a failure (the image cannot grow) fails every write from then on.
+fn store_nvram(image: &Mutex<NvramImage>, answers: &Mutex<Answers>, w: &NvramWrite) {
+    let mut image = image.lock().unwrap_or_else(|e| e.into_inner());
+    if let Err(e) = image.write(w) {
+        let e = format!("{}: {e}", image.path().display());
+        eprintln!("spindle serve: {e}: writes fail from now on");
+        lock(answers).nvram_broken.get_or_insert(e);
+    }
+}
+
+/// The answers' state cannot be left inconsistent by a panic (every update is a single
+/// insert, remove or count), so a poisoned lock is used as it is.
+fn lock(answers: &Mutex<Answers>) -> MutexGuard<'_, Answers> {
+    answers.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A host request's buffer while the core works on it.
@@ -93,144 +222,63 @@ struct HostBuf {
     failed: Option<EmuError>,
 }
 
-struct Worker {
-    store: BackingStore,
-    syncer: Syncer,
+/// Everything answering needs, shared by the clock thread and the I/O thread.
+struct Answers {
     start: Instant,
     bufs: HashMap<u64, HostBuf>,
-    sector_bytes: usize,
     lateness_ns: Histogram<u64>,
     stats: Stats,
     /// Set when the NVRAM image could not be written: durability is lost, writes fail.
     nvram_broken: Option<String>,
+    sync: SyncSender,
 }
 
-impl Worker {
-    fn new(store: BackingStore, syncer: Syncer, start: Instant) -> Worker {
-        let sector_bytes = store.shape().sector_bytes as usize;
-        Worker {
-            store,
-            syncer,
+impl Answers {
+    fn new(start: Instant, sync: SyncSender) -> Answers {
+        Answers {
             start,
             bufs: HashMap::new(),
-            sector_bytes,
             lateness_ns: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
                 .expect("valid histogram bounds"),
             stats: Stats::default(),
             nvram_broken: None,
+            sync,
         }
     }
 
-    fn run(mut self, rx: Receiver<Job>) -> Result<Stats, StoreError> {
-        while let Ok(job) = rx.recv() {
-            match job {
-                Job::Host { id, lba, data } => {
-                    self.bufs.insert(
-                        id,
-                        HostBuf {
-                            lba,
-                            data,
-                            failed: None,
-                        },
-                    );
-                }
-                Job::Nvram(w) => {
-                    if let Err(e) = self.store.write_nvram(&w) {
-                        eprintln!("spindle serve: {e}: writes fail from now on");
-                        self.nvram_broken.get_or_insert(e.to_string());
-                    }
-                }
-                Job::Move(mv) => self.perform(mv),
-                Job::Answer {
-                    id,
-                    op,
-                    done,
-                    fua,
-                    reply,
-                } => self.answer(id, op, done, fua, reply),
-                Job::Flush(reply) => {
-                    self.stats.flushes += 1;
-                    self.syncer.sync_then_answer(reply, Ok(Vec::new()));
-                }
-                Job::Stats { tx, in_array_mean } => {
-                    self.stats.in_array_mean = in_array_mean;
-                    let _ = tx.send(self.snapshot());
-                }
-            }
-        }
-        let stats = self.snapshot();
-        self.syncer.stop();
-        self.store.close_clean()?;
-        Ok(stats)
-    }
-
-    fn perform(&mut self, mv: DataMove) {
-        let sb = self.sector_bytes;
-        let n = mv.sectors as usize * sb;
-        let result = match (mv.op, &mv.bytes) {
-            (Op::Read, &Bytes::Host(id)) => {
-                let b = self.bufs.get_mut(&id).expect("a read's buffer is live");
-                let at = (mv.lba - b.lba) as usize * sb;
-                self.store
-                    .read_runs(mv.disk, &mv.copies[0], &mut b.data[at..at + n])
-                    .map_err(|e| (Some(id), e))
-            }
-            (Op::Write, &Bytes::Host(id)) => {
-                let b = &self.bufs[&id];
-                let at = (mv.lba - b.lba) as usize * sb;
-                let bytes = &b.data[at..at + n];
-                mv.copies
-                    .iter()
-                    .try_for_each(|c| self.store.write_runs(mv.disk, c, bytes))
-                    .map_err(|e| (Some(id), e))
-            }
-            (Op::Write, Bytes::Copy { disk: src, runs }) => self
-                .store
-                .copy_runs((*src, runs), mv.disk, &mv.copies)
-                .map_err(|e| (None, e)),
-            (Op::Write, Bytes::Meta(bytes)) => mv
-                .copies
-                .iter()
-                .try_for_each(|c| self.store.write_runs(mv.disk, c, bytes))
-                .map_err(|e| (None, e)),
-            (Op::Read, _) => unreachable!("reads are for a host request"),
-        };
-        if let Err((id, e)) = result {
-            eprintln!("spindle serve: {e}");
-            if let Some(b) = id.and_then(|id| self.bufs.get_mut(&id)) {
-                b.failed = Some(EmuError::Io(e.to_string()));
-            }
-        }
-    }
-
-    fn answer(&mut self, id: u64, op: Op, done: Nanos, fua: bool, reply: oneshot::Sender<Reply>) {
+    fn answer(&mut self, a: Answer) {
         let b = self
             .bufs
-            .remove(&id)
+            .remove(&a.id)
             .expect("an answered request has a buffer");
         let now = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.lateness_ns
-            .saturating_record(now.saturating_sub(done.0).max(1));
+            .saturating_record(now.saturating_sub(a.done.0).max(1));
         self.stats.answered += 1;
-        match op {
+        match a.op {
             Op::Read => self.stats.reads += 1,
             Op::Write => self.stats.writes += 1,
         }
         let failed = b.failed.or_else(|| {
-            (op == Op::Write)
+            (a.op == Op::Write)
                 .then(|| self.nvram_broken.clone().map(EmuError::Io))
                 .flatten()
         });
         let answer = match failed {
             Some(e) => Err(e),
-            None if op == Op::Read => Ok(b.data),
+            None if a.op == Op::Read => Ok(b.data),
             None => Ok(Vec::new()),
         };
-        if fua && answer.is_ok() {
-            self.syncer.sync_then_answer(reply, answer);
+        if a.fua && answer.is_ok() {
+            self.sync.sync_then_answer(a.reply, answer);
         } else {
-            let _ = reply.send(answer);
+            let _ = a.reply.send(answer);
         }
+    }
+
+    fn flush(&mut self, reply: oneshot::Sender<Reply>) {
+        self.stats.flushes += 1;
+        self.sync.sync_then_answer(reply, Ok(Vec::new()));
     }
 
     fn snapshot(&self) -> Stats {
@@ -248,14 +296,119 @@ impl Worker {
     }
 }
 
+struct Worker {
+    store: BackingStore,
+    answers: Arc<Mutex<Answers>>,
+    nvram: Arc<Mutex<NvramImage>>,
+    performed: Arc<AtomicU64>,
+    sector_bytes: usize,
+}
+
+impl Worker {
+    fn run(self, rx: Receiver<Job>, syncer: Syncer) -> Result<Stats, StoreError> {
+        let Worker {
+            mut store,
+            answers,
+            nvram,
+            performed,
+            sector_bytes,
+        } = self;
+        // File I/O is done without the lock, so the clock thread never waits on it: a host
+        // request's buffer is taken out of the shared map while its move is performed (the
+        // clock thread does not answer that request meanwhile: the move is not performed).
+        while let Ok(job) = rx.recv() {
+            match job {
+                Job::Host { id, lba, data } => {
+                    let buf = HostBuf {
+                        lba,
+                        data,
+                        failed: None,
+                    };
+                    lock(&answers).bufs.insert(id, buf);
+                }
+                Job::Nvram(w) => store_nvram(&nvram, &answers, &w),
+                Job::Move(mv) => match mv.bytes {
+                    Bytes::Host(id) => {
+                        let mut buf = lock(&answers)
+                            .bufs
+                            .remove(&id)
+                            .expect("a move's host buffer is live");
+                        perform(&mut store, Some(&mut buf), sector_bytes, mv);
+                        lock(&answers).bufs.insert(id, buf);
+                    }
+                    _ => perform(&mut store, None, sector_bytes, mv),
+                },
+                Job::Answer(x) => lock(&answers).answer(x),
+                Job::Flush(reply) => lock(&answers).flush(reply),
+                Job::Stats { tx, in_array_mean } => {
+                    let mut a = lock(&answers);
+                    a.stats.in_array_mean = in_array_mean;
+                    let _ = tx.send(a.snapshot());
+                }
+            }
+            performed.fetch_add(1, Ordering::Release);
+        }
+        let stats = lock(&answers).snapshot();
+        // The clock thread's reference is gone (IoThread::stop): this drops the last
+        // sender to the syncer.
+        drop(answers);
+        syncer.stop();
+        store.close_clean()?;
+        Ok(stats)
+    }
+}
+
+/// Performs one data move on the store; `buf` is the host request's buffer for a move of a
+/// host request's bytes. A failure fails that request.
+fn perform(store: &mut BackingStore, buf: Option<&mut HostBuf>, sb: usize, mv: DataMove) {
+    let n = mv.sectors as usize * sb;
+    let result = match (mv.op, &mv.bytes, buf) {
+        (Op::Read, Bytes::Host(_), Some(b)) => {
+            let at = (mv.lba - b.lba) as usize * sb;
+            store
+                .read_runs(mv.disk, &mv.copies[0], &mut b.data[at..at + n])
+                .map_err(|e| (Some(b), e))
+        }
+        (Op::Write, Bytes::Host(_), Some(b)) => {
+            let at = (mv.lba - b.lba) as usize * sb;
+            let bytes = &b.data[at..at + n];
+            match mv
+                .copies
+                .iter()
+                .try_for_each(|c| store.write_runs(mv.disk, c, bytes))
+            {
+                Ok(()) => Ok(()),
+                Err(e) => Err((Some(b), e)),
+            }
+        }
+        (Op::Write, Bytes::Copy { disk: src, runs }, None) => store
+            .copy_runs((*src, runs), mv.disk, &mv.copies)
+            .map_err(|e| (None, e)),
+        (Op::Write, Bytes::Meta(bytes), None) => mv
+            .copies
+            .iter()
+            .try_for_each(|c| store.write_runs(mv.disk, c, bytes))
+            .map_err(|e| (None, e)),
+        (op, bytes, _) => unreachable!("no such data move: {op:?} of {bytes:?}"),
+    };
+    if let Err((buf, e)) = result {
+        eprintln!("spindle serve: {e}");
+        if let Some(b) = buf {
+            b.failed = Some(EmuError::Io(e.to_string()));
+        }
+    }
+}
+
 /// Makes the disk files and the NVRAM image durable, off the I/O thread, then answers.
 struct Syncer {
-    tx: Sender<(oneshot::Sender<Reply>, Reply)>,
     thread: JoinHandle<()>,
 }
 
+/// Hands answers to the [`Syncer`].
+struct SyncSender(Sender<(oneshot::Sender<Reply>, Reply)>);
+
 impl Syncer {
-    fn start(files: Vec<(PathBuf, File)>) -> Syncer {
+    fn start(files: Vec<(PathBuf, File)>) -> (Syncer, SyncSender) {
         let (tx, rx) = mpsc::channel::<(oneshot::Sender<Reply>, Reply)>();
         let thread = std::thread::spawn(move || {
             while let Ok((reply, answer)) = rx.recv() {
@@ -266,17 +419,19 @@ impl Syncer {
                 let _ = reply.send(synced.and(answer));
             }
         });
-        Syncer { tx, thread }
+        (Syncer { thread }, SyncSender(tx))
     }
 
+    /// Waits for the syncs asked for so far (every [`SyncSender`] must be gone).
+    fn stop(self) {
+        let _ = self.thread.join();
+    }
+}
+
+impl SyncSender {
     fn sync_then_answer(&self, reply: oneshot::Sender<Reply>, answer: Reply) {
-        if let Err(mpsc::SendError((reply, _))) = self.tx.send((reply, answer)) {
+        if let Err(mpsc::SendError((reply, _))) = self.0.send((reply, answer)) {
             let _ = reply.send(Err(EmuError::Shutdown));
         }
-    }
-
-    fn stop(self) {
-        drop(self.tx);
-        let _ = self.thread.join();
     }
 }

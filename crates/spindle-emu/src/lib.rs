@@ -15,6 +15,7 @@ pub mod driver;
 pub mod export;
 mod io;
 pub mod nbd;
+pub mod nvram;
 pub mod serve;
 
 pub use backing::{BackingStore, StoreShape};
