@@ -465,6 +465,7 @@ impl Driver {
                 break;
             }
             self.heap.pop();
+            self.io.completed(disk);
             self.engine.handle(t, Event::DiskDone { disk });
             self.drain();
         }

@@ -73,10 +73,12 @@ pub(crate) struct IoThread {
     /// Jobs handed over, and jobs the worker has finished (jobs are numbered from 1).
     sent: u64,
     performed: Arc<AtomicU64>,
-    /// The numbers of the last NVRAM write handed over, and of the last job an NVRAM write
-    /// must not overtake (a move or an NVRAM write).
+    /// The number of the last NVRAM write handed over.
     last_nvram: u64,
-    last_ordered: u64,
+    /// Per disk, the number of the last move of an operation on it.
+    last_move_on_disk: Vec<u64>,
+    /// The number of the last move of an operation that has completed.
+    completed_floor: u64,
     nvram: Arc<Mutex<NvramImage>>,
     /// For each host request in the core, the number of the last job about its bytes.
     last_of_request: HashMap<u64, u64>,
@@ -113,7 +115,8 @@ impl IoThread {
             sent: 0,
             performed,
             last_nvram: 0,
-            last_ordered: 0,
+            last_move_on_disk: Vec::new(),
+            completed_floor: 0,
             nvram,
             last_of_request: HashMap::new(),
         })
@@ -130,14 +133,15 @@ impl IoThread {
                 ..
             }) => {
                 self.last_of_request.insert(*id, self.sent);
-                self.last_ordered = self.sent;
             }
-            Job::Move(_) => self.last_ordered = self.sent,
-            Job::Nvram(_) => {
-                self.last_nvram = self.sent;
-                self.last_ordered = self.sent;
-            }
+            Job::Nvram(_) => self.last_nvram = self.sent,
             _ => {}
+        }
+        if let Job::Move(mv) = &job {
+            if self.last_move_on_disk.len() <= mv.disk {
+                self.last_move_on_disk.resize(mv.disk + 1, 0);
+            }
+            self.last_move_on_disk[mv.disk] = self.sent;
         }
         // The worker only stops once this sender is dropped: a send cannot fail here.
         let _ = self.tx.send(job);
@@ -148,10 +152,22 @@ impl IoThread {
         self.performed.load(Ordering::Acquire) >= n
     }
 
+    /// Says the operation on `disk` has completed (before the core handles its completion):
+    /// its moves are the last handed over for that disk, as a disk runs one operation at a
+    /// time.
+    pub fn completed(&mut self, disk: usize) {
+        let last = self.last_move_on_disk.get(disk).copied().unwrap_or(0);
+        self.completed_floor = self.completed_floor.max(last);
+    }
+
     /// Stores an NVRAM write now, on the calling thread, if nothing it must not overtake is
-    /// pending; otherwise after it, on the I/O thread.
+    /// pending; otherwise after it, on the I/O thread. It must not overtake an earlier
+    /// NVRAM write, nor a move of a completed operation: the controller records an
+    /// operation's effect in NVRAM once it has completed. It may overtake moves of
+    /// operations still running, as a crash may find those not yet written on a real
+    /// array too, and the controller's recovery must cope with that already.
     pub fn nvram(&mut self, w: NvramWrite) {
-        if self.performed(self.last_ordered) {
+        if self.performed(self.completed_floor.max(self.last_nvram)) {
             store_nvram(&self.nvram, &self.answers, &w);
         } else {
             self.send(Job::Nvram(w));
