@@ -4,9 +4,10 @@
 //! the sparse files).
 //!
 //! The NVRAM image is memory (`nvram.rs`): the clock thread stores an NVRAM write itself
-//! when every move and NVRAM write handed over before it is performed, so it cannot overtake
-//! one (a record cleared before the copy it protected is written would lose that copy in a
-//! crash); otherwise the write queues behind them.
+//! when every NVRAM write queued before it and every move of an operation that has completed
+//! are performed, so it overtakes neither (a record cleared before the copy it protected is
+//! written would lose that copy in a crash); otherwise the write queues behind them
+//! ([`IoThread::nvram`]).
 //!
 //! An answer to the host depends on what was handed over before it that concerns it: its
 //! own request's moves (a read's bytes, a write's copies) and every queued NVRAM write (the
