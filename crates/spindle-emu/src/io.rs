@@ -452,3 +452,106 @@ impl SyncSender {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backing::StoreShape;
+    use spindle::drive::Run;
+    use std::os::unix::fs::FileExt;
+    use std::path::Path;
+    use std::time::Duration;
+
+    fn nvram_at_0(dir: &Path) -> Vec<u8> {
+        let image = std::fs::read(dir.join("nvram.img")).expect("the image exists");
+        image[..4].to_vec()
+    }
+
+    fn nvram_write(b: u8) -> NvramWrite {
+        NvramWrite {
+            offset: 0,
+            bytes: vec![b; 4],
+        }
+    }
+
+    /// The ordering rule of [`IoThread::nvram`], with the worker held up (as by a page-cache
+    /// stall) by holding the answers' lock, which it needs for a move of host bytes.
+    #[test]
+    fn an_nvram_write_overtakes_a_running_operation_but_not_a_completed_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let shape = StoreShape {
+            disks: 2,
+            sector_bytes: 512,
+            disk_sectors: 64,
+            layout: "test".into(),
+            drive: "test".into(),
+        };
+        let store = BackingStore::open(dir.path(), shape).unwrap();
+        let mut io = IoThread::start(store, Instant::now(), false).unwrap();
+        io.nvram(nvram_write(1));
+        assert_eq!(
+            nvram_at_0(dir.path()),
+            [1; 4],
+            "nothing pending: stored at once"
+        );
+
+        let answers = io.answers.clone();
+        let held = lock(&answers);
+        io.send(Job::Host {
+            id: 7,
+            lba: 0,
+            data: vec![0xab; 512],
+        });
+        io.send(Job::Move(DataMove {
+            disk: 0,
+            op: Op::Write,
+            lba: 0,
+            sectors: 1,
+            bytes: Bytes::Host(7),
+            copies: vec![vec![Run { lba: 8, sectors: 1 }]],
+        }));
+        // The write to disk 0 is running: a crash may find it unwritten anyway.
+        io.nvram(nvram_write(2));
+        assert_eq!(
+            nvram_at_0(dir.path()),
+            [2; 4],
+            "overtakes a running operation"
+        );
+        // Once it has completed, a record of its effect must wait for its bytes, and a
+        // later NVRAM write must not overtake the queued one.
+        io.completed(0);
+        io.nvram(nvram_write(3));
+        io.nvram(nvram_write(4));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            nvram_at_0(dir.path()),
+            [2; 4],
+            "waits for the completed move"
+        );
+        drop(held);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !io.performed(io.sent) {
+            assert!(Instant::now() < deadline, "the worker never caught up");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(
+            nvram_at_0(dir.path()),
+            [4; 4],
+            "applied in order after the move"
+        );
+        let mut disk = vec![0u8; 512];
+        std::fs::File::open(dir.path().join("disk-000.img"))
+            .unwrap()
+            .read_exact_at(&mut disk, 8 * 512)
+            .unwrap();
+        assert_eq!(disk, vec![0xab; 512]);
+        // A completion on disk 1, which ran nothing, holds nothing up.
+        io.completed(1);
+        io.nvram(nvram_write(5));
+        assert_eq!(nvram_at_0(dir.path()), [5; 4]);
+        lock(&io.answers).bufs.remove(&7);
+        // The syncer stops once the last reference to the answers is gone.
+        drop(answers);
+        io.stop().unwrap();
+    }
+}
