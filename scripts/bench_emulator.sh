@@ -85,13 +85,14 @@ for exp in "${files[@]}"; do
     wait "$serve_pid" || { cat "$work/serve.log" >&2; exit 1; }
     serve_pid=""
     # emulated IOPS, and the requests fio measured (after its ramp)
-    read -r emulated measured < <(python3 -c '
+    fio_counts=$(python3 -c '
 import json, sys
 text = open(sys.argv[1]).read()
 job = json.loads(text[text.index("{"):])["jobs"][0]
 if job["error"]:
     sys.exit("fio reported error %d" % job["error"])
 print(round(job["read"]["iops"] + job["write"]["iops"]), job["read"]["total_ios"] + job["write"]["total_ios"])' "$work/fio.out")
+    read -r emulated measured <<<"$fio_counts"
     # spindle serve: stopped: N requests (R reads, W writes, F flushes) in ...
     answered=$(python3 -c '
 import re, sys

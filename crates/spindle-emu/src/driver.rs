@@ -4,13 +4,12 @@
 //! started, in integer nanoseconds. A host request is handed to the core the moment the
 //! thread receives it; each disk operation's completion is fed back at its simulated
 //! instant (the thread sleeps to that absolute deadline with a 1 ns timer slack, spinning
-//! for the last 200 µs). Everything the core asks of the files — its NVRAM writes, its data
-//! moves (every copy, propagation and read, in the order the core started them, so a read
-//! returns the bytes of the copy the core chose) — goes, in that order, to the I/O thread
-//! (`io.rs`). An answer follows them: the clock thread sends it itself when the I/O thread
-//! has performed everything handed over before it, else the I/O thread sends it after
-//! them; the lateness — answer sent minus simulated completion — goes into an HDR
-//! histogram.
+//! for the last 200 µs). The core's data moves (every copy, propagation and read, in the
+//! order the core started them, so a read returns the bytes of the copy the core chose) go
+//! to the I/O thread (`io.rs`). NVRAM writes (a memory-mapped image) and answers are made by
+//! the clock thread itself when what they depend on is performed, else queued behind it
+//! (the rules are in `io.rs`); the lateness — answer sent minus simulated completion — goes
+//! into an HDR histogram.
 //!
 //! Durability: writes reach the backing files (the OS page cache) when their disk operation
 //! starts; the controller's NVRAM writes reach `nvram.img` before any answer that follows
@@ -364,10 +363,20 @@ struct Driver {
 const SPIN_NS: u64 = 200_000;
 
 fn spin_ns() -> u64 {
-    std::env::var("SPINDLE_SPIN_US")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .map_or(SPIN_NS, |us| us * 1000)
+    let Ok(v) = std::env::var("SPINDLE_SPIN_US") else {
+        return SPIN_NS;
+    };
+    match v.parse::<u64>() {
+        Ok(us) if us <= 10_000 => us * 1000,
+        _ => {
+            eprintln!(
+                "spindle serve: SPINDLE_SPIN_US={v:?} is not a whole number of microseconds \
+                 up to 10000; spinning the default {} µs",
+                SPIN_NS / 1000
+            );
+            SPIN_NS
+        }
+    }
 }
 
 /// Sets the calling thread's timer slack to 1 ns (the default 50 µs would be added to every
@@ -378,8 +387,8 @@ fn tight_timer_slack() {
 }
 
 /// Puts the calling thread (the `what` thread) under `SCHED_FIFO` at `priority`; says on
-/// stderr why not if it cannot.
-pub(crate) fn become_realtime(what: &str, priority: i32) -> bool {
+/// stderr why not if it cannot (the thread then runs at normal priority).
+pub(crate) fn become_realtime(what: &str, priority: i32) {
     let param = libc::sched_param {
         sched_priority: priority,
     };
@@ -391,9 +400,7 @@ pub(crate) fn become_realtime(what: &str, priority: i32) -> bool {
              it runs at normal priority",
             std::io::Error::last_os_error()
         );
-        return false;
     }
-    true
 }
 
 impl Driver {
