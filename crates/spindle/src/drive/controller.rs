@@ -358,11 +358,16 @@ impl Controller {
                 };
                 let t = end.max(self.mech_free);
                 self.stop_read_ahead(drive, t);
-                let a = drive.access(t.max(self.mech_free), &self.head, rest, None, rng);
-                let xfer = a.transfer + a.switches;
-                let first_ready = a.end.saturating_since(Nanos::ZERO).0 - xfer.0;
+                let mut ready = Vec::with_capacity(rest.sectors as usize);
+                let a = drive.access_with_sector_ends(
+                    t.max(self.mech_free),
+                    &self.head,
+                    rest,
+                    rng,
+                    &mut ready,
+                );
                 let n = u64::from(rest.sectors);
-                end = self.interface(p, end, (1..=n).map(|k| Nanos(first_ready + xfer.0 * k / n)));
+                end = self.interface(p, end, ready.into_iter());
                 self.head.cylinder = a.end_cylinder;
                 self.head.head = a.end_head;
                 self.mech_free = a.end;
@@ -409,20 +414,15 @@ impl Controller {
                 s.dirty = false;
             }
         }
-        let a = drive.access(start, &self.head, x, None, rng);
+        // When each requested sector is in the buffer, in LBA order.
+        let mut ready = Vec::with_capacity(x.sectors as usize);
+        let a = drive.access_with_sector_ends(start, &self.head, x, rng, &mut ready);
         let n = u64::from(x.sectors);
-        let xfer = a.transfer + a.switches;
-        let first_ready = a.end.0 - xfer.0;
-        // When each requested sector is in the buffer, in LBA order, and when the media
-        // access ends: in order, or out of order with zero-latency reads.
         //
         // Zero-latency reads (`immediate_buffer_read`) are not applied: timed as on-arrival
         // reads (see `zero_latency`), the one validation drive that enables them (DEC RZ26)
         // scores 0.392 ms instead of 0.327 ms against its measured trace, worse than DiskSim's
         // 0.341, so DiskSim's meaning of the setting is not this one. Writes use it.
-        let ready: Vec<Nanos> = (1..=n)
-            .map(|k| Nanos(first_ready + xfer.0 * k / n))
-            .collect();
         let (media_end, rotation) = (a.end, a.rotation);
         // Reconnecting to send data costs the first reselection and the data preparation
         // (DiskSim `disk_check_bus`: `overhead_reselect_first` + `overhead_data_prep` when

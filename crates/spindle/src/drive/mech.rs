@@ -350,6 +350,25 @@ impl Drive {
         self.access_runs(now, head, xfer.op, &[run], via_cylinder, rng)
     }
 
+    /// [`Drive::access`], also pushing onto `sector_ends` the instant each sector of `xfer`
+    /// has passed under the head, in LBA order: sectors after a track switch are later by
+    /// the switch and the wait for the new track's first sector, which a buffer that sends
+    /// each sector as soon as it is read must see (DiskSim's sector-by-sector events).
+    pub fn access_with_sector_ends<R: Rng>(
+        &self,
+        now: Nanos,
+        head: &HeadState,
+        xfer: Transfer,
+        rng: Option<&mut R>,
+        sector_ends: &mut Vec<Nanos>,
+    ) -> Access {
+        let run = Run {
+            lba: xfer.lba,
+            sectors: xfer.sectors,
+        };
+        self.timed_access(now, head, xfer.op, &[run], None, rng, Some(sector_ends))
+    }
+
     /// One command moving several runs in order: after each run the arm switches to the
     /// next run's track and waits for its first sector, as it does between the tracks of
     /// one run. Only the first positioning gets the seeded noise.
@@ -360,7 +379,21 @@ impl Drive {
         op: Op,
         runs: &[Run],
         via_cylinder: Option<u32>,
+        rng: Option<&mut R>,
+    ) -> Access {
+        self.timed_access(now, head, op, runs, via_cylinder, rng, None)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn timed_access<R: Rng>(
+        &self,
+        now: Nanos,
+        head: &HeadState,
+        op: Op,
+        runs: &[Run],
+        via_cylinder: Option<u32>,
         mut rng: Option<&mut R>,
+        mut sector_ends: Option<&mut Vec<Nanos>>,
     ) -> Access {
         assert!(!runs.is_empty(), "an access moves at least one run");
         for r in runs {
@@ -401,6 +434,12 @@ impl Drive {
             let (idx, spt) = (u64::from(idx), u64::from(spt));
             let xfer =
                 Span(self.period_ns * (idx + u64::from(run)) / spt - self.period_ns * idx / spt);
+            if let Some(ends) = sector_ends.as_deref_mut() {
+                let t0 = self.period_ns * idx / spt;
+                ends.extend(
+                    (1..=u64::from(run)).map(|j| t + Span(self.period_ns * (idx + j) / spt - t0)),
+                );
+            }
             a.transfer += xfer;
             t += xfer;
             (cyl, hd) = (at.chs.cylinder, at.chs.head);
