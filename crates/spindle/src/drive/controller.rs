@@ -339,6 +339,51 @@ impl Controller {
             // Sectors present or on their way from the read-ahead; any beyond it are a miss
             // of the remainder, served after the read-ahead's last sector.
             let (seg, _) = first.expect("hit");
+            let x_end = x.lba + u64::from(x.sectors);
+            // A hit moves the read-ahead's goal to the maximum read-ahead past this request
+            // (DiskSim `disk_buffer_attempt_seg_ownership`: maxreadaheadblkno = max(old,
+            // end + maximum read-ahead)), so a sequential stream of hits keeps being read
+            // ahead of.
+            let goal = Self::read_ahead_goal(drive, c, x_end);
+            if goal.is_some() {
+                // A read-ahead that reached its goal before this request has stopped: the
+                // mechanism is idle (an idle hit, below), and what it read is in the segment.
+                let finished = self
+                    .read_ahead
+                    .as_ref()
+                    .is_some_and(|ra| ra.first(drive, ra.until - ra.from).end <= now);
+                if finished {
+                    self.stop_read_ahead(drive, now);
+                }
+            }
+            if let Some(goal) = goal {
+                match self.read_ahead.as_mut() {
+                    Some(ra) if ra.segment == seg => ra.until = ra.until.max(goal),
+                    Some(_) => {}
+                    None => {
+                        // The idle mechanism resumes reading where the segment's data ends
+                        // — for the rest of a partial hit, or ahead of a full one if the
+                        // drive reads ahead on idle hits (DiskSim `disk_check_hda_pending`)
+                        // — once the command overhead is done (a read's mechanical activity
+                        // waits for the read-miss overhead, `disk_read_arrive`).
+                        let from = self.segments[seg].end;
+                        if from < goal && (from < x_end || c.read_ahead_on_idle_hit) {
+                            let miss = ns(if self.after_read() {
+                                c.read_miss_after_read_ms
+                            } else {
+                                c.read_miss_after_write_ms
+                            });
+                            self.read_ahead = Some(ReadAhead {
+                                segment: seg,
+                                from,
+                                until: goal,
+                                began: (now + miss).max(self.mech_free),
+                                head: self.head,
+                            });
+                        }
+                    }
+                }
+            }
             let mut ready = Vec::with_capacity(x.sectors as usize);
             let mut lba = x.lba;
             while lba < x.lba + u64::from(x.sectors) {
@@ -390,16 +435,9 @@ impl Controller {
                 end_head: self.head.head,
                 ..Access::default()
             };
-            if self.read_ahead.is_none() && c.read_ahead_on_idle_hit {
+            if goal.is_none() && self.read_ahead.is_none() && c.read_ahead_on_idle_hit {
                 let first_track = track_of(drive, x.lba);
-                self.start_read_ahead(
-                    drive,
-                    p,
-                    seg,
-                    x.lba + u64::from(x.sectors),
-                    self.mech_free.max(done),
-                    first_track,
-                );
+                self.start_read_ahead(drive, p, seg, x_end, self.mech_free.max(done), first_track);
             }
             return Service { access, hit: true };
         }
@@ -484,6 +522,14 @@ impl Controller {
             end_head: a.end_head,
         };
         Service { access, hit: false }
+    }
+
+    /// Where the read-ahead stops after a read ending at `end`, for `continuous_read` mode 3
+    /// with a maximum read-ahead (DiskSim `disk_buffer_get_max_readahead`: the request's
+    /// end plus the maximum read-ahead); `None` for the other modes.
+    fn read_ahead_goal(drive: &Drive, c: &CacheSpec, end: u64) -> Option<u64> {
+        (c.continuous_read == 3 && c.max_read_ahead_sectors > 0 && c.enable_caching > 0)
+            .then(|| (end + u64::from(c.max_read_ahead_sectors)).min(drive.capacity_sectors()))
     }
 
     fn start_read_ahead(
@@ -883,6 +929,54 @@ mod tests {
         assert!(serve(&mut early, &d, t, Op::Read, 5_000, 4).hit);
         let t = miss.access.end + Span::from_ms(100);
         assert!(!serve(&mut ctl, &d, t, Op::Read, 5_000, 4).hit);
+    }
+
+    /// Mode 3 with a 40-sector maximum read-ahead: a miss of 5000..5020 reads ahead to 5060.
+    fn mode3(idle_hit: bool) -> (Drive, Controller, Service) {
+        let mut c = cache();
+        c.continuous_read = 3;
+        c.max_read_ahead_sectors = 40;
+        c.read_ahead_on_idle_hit = idle_hit;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let miss = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 20);
+        assert!(!miss.hit);
+        (d, ctl, miss)
+    }
+
+    #[test]
+    fn a_hit_moves_the_running_read_ahead_goal_past_itself() {
+        let (d, mut ctl, miss) = mode3(false);
+        // While the read-ahead runs, a hit on 5020..5040 moves its goal to 5040 + 40.
+        let t = miss.access.end + Span::from_ms_f64(0.1);
+        let hit = serve(&mut ctl, &d, t, Op::Read, 5_020, 20);
+        assert!(hit.hit);
+        // So 5060..5080, beyond the miss's own goal, is read ahead too.
+        let t = hit.access.end + Span::from_ms(100);
+        let next = serve(&mut ctl, &d, t, Op::Read, 5_060, 20);
+        assert!(next.hit);
+        assert_eq!(next.access.end.since(t), Span::from_ms_f64(0.1 + 2.0));
+    }
+
+    #[test]
+    fn an_idle_hit_resumes_the_read_ahead_where_the_segment_ends() {
+        for idle_hit in [true, false] {
+            let (d, mut ctl, miss) = mode3(idle_hit);
+            // Long after the read-ahead stopped at 5060, a hit on 5020..5040 finds the
+            // mechanism idle: with read-ahead on idle hits it reads on from 5060 to
+            // 5040 + 40, keeping 5040..5060.
+            let t = miss.access.end + Span::from_ms(100);
+            let hit = serve(&mut ctl, &d, t, Op::Read, 5_020, 20);
+            assert!(hit.hit);
+            let t = hit.access.end + Span::from_ms(100);
+            let mut kept = ctl.clone();
+            let k = serve(&mut kept, &d, t, Op::Read, 5_040, 20);
+            assert!(k.hit, "5040..5060 was kept (idle hit: {idle_hit})");
+            // Straight from the buffer: hit overhead after a read, 20 sectors at 0.1 ms.
+            assert_eq!(k.access.end.since(t), Span::from_ms_f64(0.1 + 2.0));
+            let next = serve(&mut ctl, &d, t, Op::Read, 5_060, 20);
+            assert_eq!(next.hit, idle_hit, "5060..5080 (idle hit: {idle_hit})");
+        }
     }
 
     #[test]

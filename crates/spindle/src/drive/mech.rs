@@ -580,6 +580,40 @@ mod tests {
     }
 
     #[test]
+    fn each_sector_has_passed_the_head_at_its_own_instant_across_a_track_switch() {
+        let d = Drive::from_spec(&spec()).unwrap();
+        let head = HeadState {
+            cylinder: 0,
+            head: 0,
+            phase_ns: 0,
+        };
+        let x = Transfer {
+            op: Op::Read,
+            lba: 95,
+            sectors: 10,
+        };
+        let mut ends = Vec::new();
+        let a = d.access_with_sector_ends(Nanos(0), &head, x, no_rng(), &mut ends);
+        assert_eq!(a, d.access(Nanos(0), &head, x, None, no_rng()));
+        // 10,000 rpm and 100 sectors per track: a sector passes in 60 µs.
+        let sector = Span(60_000);
+        assert_eq!(ends.len(), 10);
+        assert_eq!(ends[9], a.end);
+        // Head 0's five sectors follow the first positioning one sector apart; head 1's
+        // five come after the 0.5 ms switch and the 0.1 ms left of the 10-sector skew — not
+        // spread evenly over the transfer.
+        let first_wait = a.rotation - Span(100_000);
+        assert_eq!(
+            ends[0],
+            Nanos(0) + a.overhead + a.seek + first_wait + sector
+        );
+        for k in (1..5).chain(6..10) {
+            assert_eq!(ends[k].since(ends[k - 1]), sector, "sector {k}");
+        }
+        assert_eq!(ends[5].since(ends[4]), Span::from_ms_f64(0.6) + sector);
+    }
+
+    #[test]
     fn writes_pay_the_settle_time_after_a_seek() {
         let d = Drive::from_spec(&spec()).unwrap();
         let head = HeadState {
