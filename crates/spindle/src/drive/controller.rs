@@ -403,16 +403,16 @@ impl Controller {
                 };
                 let t = end.max(self.mech_free);
                 self.stop_read_ahead(drive, t);
-                let mut ready = Vec::with_capacity(rest.sectors as usize);
-                let a = drive.access_with_sector_ends(
+                let mut times = Vec::with_capacity(rest.sectors as usize);
+                let a = drive.access_with_sector_times(
                     t.max(self.mech_free),
                     &self.head,
                     rest,
                     rng,
-                    &mut ready,
+                    &mut times,
                 );
                 let n = u64::from(rest.sectors);
-                end = self.interface(p, end, ready.into_iter());
+                end = self.interface(p, end, times.into_iter().map(|t| t.1));
                 self.head.cylinder = a.end_cylinder;
                 self.head.head = a.end_head;
                 self.mech_free = a.end;
@@ -453,8 +453,9 @@ impl Controller {
             }
         }
         // When each requested sector is in the buffer, in LBA order.
-        let mut ready = Vec::with_capacity(x.sectors as usize);
-        let a = drive.access_with_sector_ends(start, &self.head, x, rng, &mut ready);
+        let mut times = Vec::with_capacity(x.sectors as usize);
+        let a = drive.access_with_sector_times(start, &self.head, x, rng, &mut times);
+        let ready: Vec<Nanos> = times.into_iter().map(|t| t.1).collect();
         let n = u64::from(x.sectors);
         //
         // Zero-latency reads (`immediate_buffer_read`) are not applied: timed as on-arrival
@@ -667,7 +668,8 @@ impl Controller {
             let seek = drive.seek_span(self.head.cylinder, self.head.head, to, Op::Write);
             start += ns(c.minimum_seek_ms).saturating_sub(seek);
         }
-        let a = drive.access(start, &self.head, x, None, rng);
+        let mut times = Vec::with_capacity(x.sectors as usize);
+        let a = drive.access_with_sector_times(start, &self.head, x, rng, &mut times);
         let mut media_end = a.end;
         // Zero-latency writes: with every sector already buffered when the head lands, the
         // write starts at the next sector boundary inside the request and wraps around.
@@ -677,24 +679,26 @@ impl Controller {
         } else {
             None
         };
-        // Sector k goes to the media at first_write + k·(media time per sector) and must be
-        // in the buffer by then; when the interface is slower than the media, the last
-        // sector is the binding one. Each miss costs a revolution.
-        let media_sector = Span((a.transfer + a.switches).0 / n.max(1));
-        let mut first_write = Nanos(a.end.0 - (a.transfer + a.switches).0);
-        let lag = p.bus_sector_write.0.saturating_sub(media_sector.0) * (n - 1);
-        let mut needed = bus_start + p.bus_sector_write + Span(lag);
+        // Sector k goes to the media when it comes under the head (after any track switch
+        // before it) and must be in the buffer by then; a sector not there waits a
+        // revolution, and the ones after it with it. When the interface is slower than the
+        // media, the last sector is the binding one.
+        let period = drive.period().0;
+        let late = |due: Nanos, buffered: Nanos| buffered.0.saturating_sub(due.0).div_ceil(period);
+        let mut missed = times
+            .iter()
+            .zip(1..)
+            .map(|(&(due, _), k)| late(due, bus_start + p.bus_sector_write * k))
+            .max()
+            .unwrap_or(0);
         // A drive with the extra write disconnect starts writing only once min(request, 10)
         // sectors are buffered, 15 for requests of 45 or more (DiskSim
         // `disk_buffer_block_available`, `extra_write_disconnect`).
         if c.extra_write_disconnect.is_some() {
             let q = if n < 45 { n.min(10) } else { 15 };
-            needed = needed.max(bus_start + p.bus_sector_write * q);
+            missed = missed.max(late(times[0].0, bus_start + p.bus_sector_write * q));
         }
-        while first_write < needed {
-            first_write += drive.period();
-            media_end += drive.period();
-        }
+        media_end += Span(period * missed);
         if let Some(z) = zl {
             media_end = media_end.min(z.end);
         }

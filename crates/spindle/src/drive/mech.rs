@@ -350,23 +350,24 @@ impl Drive {
         self.access_runs(now, head, xfer.op, &[run], via_cylinder, rng)
     }
 
-    /// [`Drive::access`], also pushing onto `sector_ends` the instant each sector of `xfer`
-    /// has passed under the head, in LBA order: sectors after a track switch are later by
-    /// the switch and the wait for the new track's first sector, which a buffer that sends
-    /// each sector as soon as it is read must see (DiskSim's sector-by-sector events).
-    pub fn access_with_sector_ends<R: Rng>(
+    /// [`Drive::access`], also pushing onto `sector_times` when each sector of `xfer` comes
+    /// under the head and when it has passed, in LBA order: sectors after a track switch
+    /// are later by the switch and the wait for the new track's first sector, which a
+    /// buffer moving each sector as soon as it is read or due must see (DiskSim's
+    /// sector-by-sector events).
+    pub fn access_with_sector_times<R: Rng>(
         &self,
         now: Nanos,
         head: &HeadState,
         xfer: Transfer,
         rng: Option<&mut R>,
-        sector_ends: &mut Vec<Nanos>,
+        sector_times: &mut Vec<(Nanos, Nanos)>,
     ) -> Access {
         let run = Run {
             lba: xfer.lba,
             sectors: xfer.sectors,
         };
-        self.timed_access(now, head, xfer.op, &[run], None, rng, Some(sector_ends))
+        self.timed_access(now, head, xfer.op, &[run], None, rng, Some(sector_times))
     }
 
     /// One command moving several runs in order: after each run the arm switches to the
@@ -393,7 +394,7 @@ impl Drive {
         runs: &[Run],
         via_cylinder: Option<u32>,
         mut rng: Option<&mut R>,
-        mut sector_ends: Option<&mut Vec<Nanos>>,
+        mut sector_times: Option<&mut Vec<(Nanos, Nanos)>>,
     ) -> Access {
         assert!(!runs.is_empty(), "an access moves at least one run");
         for r in runs {
@@ -434,11 +435,10 @@ impl Drive {
             let (idx, spt) = (u64::from(idx), u64::from(spt));
             let xfer =
                 Span(self.period_ns * (idx + u64::from(run)) / spt - self.period_ns * idx / spt);
-            if let Some(ends) = sector_ends.as_deref_mut() {
+            if let Some(times) = sector_times.as_deref_mut() {
                 let t0 = self.period_ns * idx / spt;
-                ends.extend(
-                    (1..=u64::from(run)).map(|j| t + Span(self.period_ns * (idx + j) / spt - t0)),
-                );
+                let at = |j: u64| t + Span(self.period_ns * (idx + j) / spt - t0);
+                times.extend((1..=u64::from(run)).map(|j| (at(j - 1), at(j))));
             }
             a.transfer += xfer;
             t += xfer;
@@ -592,8 +592,12 @@ mod tests {
             lba: 95,
             sectors: 10,
         };
-        let mut ends = Vec::new();
-        let a = d.access_with_sector_ends(Nanos(0), &head, x, no_rng(), &mut ends);
+        let mut times = Vec::new();
+        let a = d.access_with_sector_times(Nanos(0), &head, x, no_rng(), &mut times);
+        let ends: Vec<Nanos> = times.iter().map(|t| t.1).collect();
+        for (begin, end) in &times {
+            assert_eq!(end.since(*begin), Span(60_000));
+        }
         assert_eq!(a, d.access(Nanos(0), &head, x, None, no_rng()));
         // 10,000 rpm and 100 sectors per track: a sector passes in 60 µs.
         let sector = Span(60_000);
