@@ -328,12 +328,11 @@ impl Controller {
         let c = &p.spec;
         let first = self.ready_at(drive, now, x.lba);
         let hit = c.enable_caching > 0 && first.is_some();
-        let overhead = ns(match (hit, self.after_read()) {
-            (true, true) => c.read_hit_after_read_ms,
-            (true, false) => c.read_hit_after_write_ms,
-            (false, true) => c.read_miss_after_read_ms,
-            (false, false) => c.read_miss_after_write_ms,
-        });
+        let overhead = match (hit, self.after_read()) {
+            (true, true) => ns(c.read_hit_after_read_ms),
+            (true, false) => ns(c.read_hit_after_write_ms),
+            (false, _) => self.read_miss_overhead(c),
+        };
         let begin = now + overhead + ns(c.data_preparation_ms);
         if hit {
             // Sectors present or on their way from the read-ahead; any beyond it are a miss
@@ -345,9 +344,9 @@ impl Controller {
             // end + maximum read-ahead)), so a sequential stream of hits keeps being read
             // ahead of.
             let goal = Self::read_ahead_goal(drive, c, x_end);
-            if goal.is_some() {
+            if let Some(goal) = goal {
                 // A read-ahead that reached its goal before this request has stopped: the
-                // mechanism is idle (an idle hit, below), and what it read is in the segment.
+                // mechanism is idle, and what it read is in the segment.
                 let finished = self
                     .read_ahead
                     .as_ref()
@@ -355,8 +354,6 @@ impl Controller {
                 if finished {
                     self.stop_read_ahead(drive, now);
                 }
-            }
-            if let Some(goal) = goal {
                 match self.read_ahead.as_mut() {
                     Some(ra) if ra.segment == seg => ra.until = ra.until.max(goal),
                     Some(_) => {}
@@ -368,11 +365,7 @@ impl Controller {
                         // waits for the read-miss overhead, `disk_read_arrive`).
                         let from = self.segments[seg].end;
                         if from < goal && (from < x_end || c.read_ahead_on_idle_hit) {
-                            let miss = ns(if self.after_read() {
-                                c.read_miss_after_read_ms
-                            } else {
-                                c.read_miss_after_write_ms
-                            });
+                            let miss = self.read_miss_overhead(c);
                             self.read_ahead = Some(ReadAhead {
                                 segment: seg,
                                 from,
@@ -455,12 +448,10 @@ impl Controller {
         // When each requested sector is in the buffer, in LBA order.
         let mut times = Vec::with_capacity(x.sectors as usize);
         let a = drive.access_with_sector_times(start, &self.head, x, rng, &mut times);
-        let ready: Vec<Nanos> = times.into_iter().map(|t| t.1).collect();
         let n = u64::from(x.sectors);
-        //
         // Zero-latency reads (`immediate_buffer_read`) are not applied: timed as on-arrival
         // reads (see `zero_latency`), the one validation drive that enables them (DEC RZ26)
-        // scores 0.392 ms instead of 0.327 ms against its measured trace, worse than DiskSim's
+        // scores 0.392 ms instead of 0.327 ms (2026-11-21) against its measured trace, worse than DiskSim's
         // 0.341, so DiskSim's meaning of the setting is not this one. Writes use it.
         let (media_end, rotation) = (a.end, a.rotation);
         // Reconnecting to send data costs the first reselection and the data preparation
@@ -477,8 +468,8 @@ impl Controller {
             (c.high_water_mark * f64::from(c.segment_sectors)).ceil() as u64
         };
         let k0 = mark.clamp(1, n);
-        let bus_start = ready[k0 as usize - 1] + reselect;
-        let end = self.interface(p, bus_start, ready.iter().copied());
+        let bus_start = times[k0 as usize - 1].1 + reselect;
+        let end = self.interface(p, bus_start, times.iter().map(|t| t.1));
         let done = end + ns(c.read_completion_ms);
         let seg = self.take_segment(p, Op::Read, (x.lba, x.lba + n), reading);
         let mut seg_start = x.lba;
@@ -523,6 +514,16 @@ impl Controller {
             end_head: a.end_head,
         };
         Service { access, hit: false }
+    }
+
+    /// The read-miss command overhead, after a read or after a write. DiskSim also holds a
+    /// read hit's mechanical activity (resuming the read-ahead) for it (`disk_read_arrive`).
+    fn read_miss_overhead(&self, c: &CacheSpec) -> Span {
+        ns(if self.after_read() {
+            c.read_miss_after_read_ms
+        } else {
+            c.read_miss_after_write_ms
+        })
     }
 
     /// Where the read-ahead stops after a read ending at `end`, for `continuous_read` mode 3

@@ -594,13 +594,13 @@ mod tests {
         };
         let mut times = Vec::new();
         let a = d.access_with_sector_times(Nanos(0), &head, x, no_rng(), &mut times);
-        let ends: Vec<Nanos> = times.iter().map(|t| t.1).collect();
-        for (begin, end) in &times {
-            assert_eq!(end.since(*begin), Span(60_000));
-        }
         assert_eq!(a, d.access(Nanos(0), &head, x, None, no_rng()));
         // 10,000 rpm and 100 sectors per track: a sector passes in 60 µs.
         let sector = Span(60_000);
+        for (begin, end) in &times {
+            assert_eq!(end.since(*begin), sector);
+        }
+        let ends: Vec<Nanos> = times.iter().map(|t| t.1).collect();
         assert_eq!(ends.len(), 10);
         assert_eq!(ends[9], a.end);
         // Head 0's five sectors follow the first positioning one sector apart; head 1's
