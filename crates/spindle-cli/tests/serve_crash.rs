@@ -12,15 +12,18 @@
 //! misplaced block is told from an old one. `SPINDLE_CRASHES` sets the crashes per layout
 //! (default 200, the minimum).
 //!
-//! Torn blocks: the atomic unit a device promises is its sector — the export advertises
-//! its minimum block size (512 bytes for these drives, 4096 for the EW family) — so a
-//! write the crash cut before it was answered may have reached some sectors of a block and
-//! not others, on a real disk as here (an SR-Array piece ends where its track group ends,
-//! and a 4 KiB block may straddle two pieces, each recovered from its own NVRAM record).
-//! A torn block passes only if every 512-byte sector is intact, holds a version the block
-//! may hold, and no sector is older than an *acknowledged* version another sector holds;
-//! the client then rewrites it, as a file system's recovery would. Layouts whose pieces
-//! never split a 4 KiB block must never tear one.
+//! Torn blocks: a disk's atomic unit is its sector, so a write the crash cut before it was
+//! answered may have reached some sectors of a block and not others, on a real disk as
+//! here: the kernel checks for a fatal signal between the pages of a `pwrite`, so SIGKILL
+//! can cut a copy's write at a page boundary of its disk file, and an SR-Array places a
+//! rotational replica at any sector of its track, so a 4 KiB block may straddle two pages.
+//! If that copy is the one recovery copies from (for a write not yet answered the table
+//! trusts every copy), the block comes back torn. A torn block passes only if every
+//! 512-byte sector is intact, holds a version the block may hold, and no sector is older
+//! than an *acknowledged* version another sector holds; the client then rewrites it, as a
+//! file system's recovery would. The other layouts must never tear a block: RAID-10 keeps
+//! each block within one page of its files, and the EW family writes a block to free space
+//! and maps it only once it is written.
 
 use spindle_emu::nbd::proto::*;
 use std::collections::{HashMap, HashSet};
@@ -381,7 +384,7 @@ fn torn(block: u64, data: &[u8], s: &BlockState, acked: &HashSet<u64>, what: &st
     Held::Torn(versions)
 }
 
-/// `blocks_atomic`: the layout's pieces never split a 4 KiB block, so no block may tear.
+/// `blocks_atomic`: the layout never leaves a block torn (see the module's comment).
 fn crash_many(layout: &str, toml: &str, blocks_atomic: bool) {
     let crashes: u32 = std::env::var("SPINDLE_CRASHES")
         .ok()
@@ -408,7 +411,7 @@ fn crash_many(layout: &str, toml: &str, blocks_atomic: bool) {
             .collect();
         assert!(
             !blocks_atomic || torn.is_empty(),
-            "{what}: blocks {torn:?} torn, on a layout that never splits a block: {:?}",
+            "{what}: blocks {torn:?} torn, on a layout that must never tear one: {:?}",
             torn.iter().map(|&b| &held[b as usize]).collect::<Vec<_>>()
         );
         tears += torn.len() as u64;
