@@ -13,7 +13,13 @@
 //! Image: a [`HEADER_BYTES`] header (magic, then disks, Dr, Dm, columns as u32 and the
 //! column's sectors as u64, all little-endian) and slots of [`RECORD_BYTES`]: state u32
 //! (0 free, 1 valid), column u32, offset u64, sectors u32, reserved u32, fresh-copy mask
-//! u64 (bit m·Dr + k: replica k on mirror m). Each change is one write of one record.
+//! u64 (bit m·Dr + k: replica k on mirror m).
+//!
+//! No store to NVRAM is assumed atomic beyond one aligned word (a crash may cut a longer
+//! one, as a kill can cut the emulator's copy into its mapped image), so a record becomes
+//! valid last: an insert writes the record's body, then its state word (cut between, the
+//! slot stays free — harmless, as no copy of the piece is written yet); an update rewrites
+//! only the fresh-copy mask (the piece is the slot's); a removal, only the state word.
 
 use super::data::{NvramWrite, RecoverError};
 use std::collections::VecDeque;
@@ -22,6 +28,9 @@ const MAGIC: &[u8; 8] = b"SPNVTAB1";
 pub const HEADER_BYTES: u64 = 32;
 pub const RECORD_BYTES: u64 = 32;
 const VALID: u32 = 1;
+/// A record's state word, and where its fresh-copy mask lies in it.
+const STATE_BYTES: u64 = 4;
+const FRESH_AT: u64 = 24;
 
 /// What an image was made for; recovery refuses an image of another layout.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -99,21 +108,31 @@ impl NvramTable {
             self.next += 1;
             self.next - 1
         });
-        self.update(slot, r);
+        let bytes = r.encode();
+        self.writes.push_back(NvramWrite {
+            offset: Self::at(slot) + STATE_BYTES,
+            bytes: bytes[STATE_BYTES as usize..].to_vec(),
+        });
+        self.writes.push_back(NvramWrite {
+            offset: Self::at(slot),
+            bytes: bytes[..STATE_BYTES as usize].to_vec(),
+        });
         slot
     }
 
+    /// Rewrites the fresh copies of the entry in `slot` (`r` is the piece it was inserted
+    /// with).
     pub fn update(&mut self, slot: u32, r: &Record) {
         self.writes.push_back(NvramWrite {
-            offset: Self::at(slot),
-            bytes: r.encode(),
+            offset: Self::at(slot) + FRESH_AT,
+            bytes: r.fresh.to_le_bytes().to_vec(),
         });
     }
 
     pub fn remove(&mut self, slot: u32) {
         self.writes.push_back(NvramWrite {
             offset: Self::at(slot),
-            bytes: vec![0; 4],
+            bytes: vec![0; STATE_BYTES as usize],
         });
         self.free.push(slot);
     }
@@ -234,6 +253,68 @@ mod tests {
             vec![r(0, 0b0100), r(16, 0b0001)]
         );
         assert_eq!(parse(&[], &H).unwrap(), vec![]);
+    }
+
+    /// A crash after any prefix of the table's writes — one write cut anywhere but inside
+    /// an aligned word — never leaves a valid record with another entry's piece or mask:
+    /// a slot reused for a new entry is free until the new record is whole.
+    #[test]
+    fn a_cut_write_never_makes_a_record_of_two_entries() {
+        let old = Record {
+            column: 1,
+            offset: 40,
+            sectors: 24,
+            fresh: 0b0010,
+        };
+        let new = Record {
+            column: 0,
+            offset: 8,
+            sectors: 8,
+            fresh: 0b1111,
+        };
+        let mut t = NvramTable::new(&H);
+        let mut image = Vec::new();
+        let slot = t.insert(&old);
+        t.remove(slot);
+        apply(&mut image, &mut t);
+        assert_eq!(t.insert(&new), slot);
+        t.update(
+            slot,
+            &Record {
+                fresh: 0b0100,
+                ..new
+            },
+        );
+        let writes: Vec<NvramWrite> = std::iter::from_fn(|| t.poll()).collect();
+        let words = |w: &NvramWrite| (0..w.bytes.len()).step_by(4).collect::<Vec<_>>();
+        for (i, w) in writes.iter().enumerate() {
+            // Each write cut after each of its 4-byte words.
+            for cut in words(w) {
+                let mut img = image.clone();
+                let mut done = NvramTable {
+                    free: Vec::new(),
+                    next: 0,
+                    writes: writes[..i].iter().cloned().collect(),
+                };
+                apply(&mut img, &mut done);
+                let end = w.offset as usize + cut;
+                if img.len() < end {
+                    img.resize(end, 0);
+                }
+                img[w.offset as usize..end].copy_from_slice(&w.bytes[..cut]);
+                let records = parse(&img, &H).unwrap();
+                assert!(
+                    records.is_empty()
+                        || records == vec![new]
+                        || records
+                            == vec![Record {
+                                fresh: 0b0100,
+                                ..new
+                            }],
+                    "write {i} cut after {cut} bytes: {records:?}"
+                );
+            }
+        }
     }
 
     #[test]
