@@ -489,6 +489,13 @@ mod tests {
         s
     }
 
+    /// Cylinder 0, head 0, the platter's phase at virtual time zero.
+    const AT_ORIGIN: HeadState = HeadState {
+        cylinder: 0,
+        head: 0,
+        phase_ns: 0,
+    };
+
     fn no_rng() -> Option<&'static mut Pcg64Mcg> {
         None
     }
@@ -508,11 +515,7 @@ mod tests {
     #[test]
     fn access_on_one_track_is_overhead_seek_rotation_transfer() {
         let d = Drive::from_spec(&spec()).unwrap();
-        let head = HeadState {
-            cylinder: 0,
-            head: 0,
-            phase_ns: 0,
-        };
+        let head = AT_ORIGIN;
         // LBA 1000 is cylinder 5, head 0 (200 sectors per cylinder), sector 0.
         let a = d.access(
             Nanos(0),
@@ -537,11 +540,7 @@ mod tests {
     #[test]
     fn crossing_a_track_boundary_pays_the_head_switch() {
         let d = Drive::from_spec(&spec()).unwrap();
-        let head = HeadState {
-            cylinder: 0,
-            head: 0,
-            phase_ns: 0,
-        };
+        let head = AT_ORIGIN;
         // Sectors 95..105 of cylinder 0: 5 on head 0, 5 on head 1.
         let a = d.access(
             Nanos(0),
@@ -582,11 +581,7 @@ mod tests {
     #[test]
     fn each_sector_has_passed_the_head_at_its_own_instant_across_a_track_switch() {
         let d = Drive::from_spec(&spec()).unwrap();
-        let head = HeadState {
-            cylinder: 0,
-            head: 0,
-            phase_ns: 0,
-        };
+        let head = AT_ORIGIN;
         let x = Transfer {
             op: Op::Read,
             lba: 95,
@@ -620,15 +615,9 @@ mod tests {
     #[test]
     fn writes_pay_the_settle_time_after_a_seek() {
         let d = Drive::from_spec(&spec()).unwrap();
-        let head = HeadState {
-            cylinder: 0,
-            head: 0,
-            phase_ns: 0,
-        };
         let r = d.seek_span(0, 0, d.locate(1000).chs, Op::Read);
         let w = d.seek_span(0, 0, d.locate(1000).chs, Op::Write);
         assert_eq!(w, r + Span::from_ms_f64(0.7));
-        let _ = head;
     }
 
     #[test]
@@ -667,11 +656,7 @@ mod tests {
             rotation_sigma_ms: 0.05,
         };
         let d = Drive::from_spec(&s).unwrap();
-        let head = HeadState {
-            cylinder: 0,
-            head: 0,
-            phase_ns: 0,
-        };
+        let head = AT_ORIGIN;
         let run = |seed| {
             let mut rng = Pcg64Mcg::new(seed);
             (0..50)
