@@ -221,13 +221,18 @@ mod tests {
         column_sectors: 1000,
     };
 
+    /// Stores `bytes` at `offset`, growing the image with zeros.
+    fn put(image: &mut Vec<u8>, offset: u64, bytes: &[u8]) {
+        let end = offset as usize + bytes.len();
+        if image.len() < end {
+            image.resize(end, 0);
+        }
+        image[offset as usize..end].copy_from_slice(bytes);
+    }
+
     fn apply(image: &mut Vec<u8>, t: &mut NvramTable) {
         while let Some(w) = t.poll() {
-            let end = (w.offset as usize) + w.bytes.len();
-            if image.len() < end {
-                image.resize(end, 0);
-            }
-            image[w.offset as usize..end].copy_from_slice(&w.bytes);
+            put(image, w.offset, &w.bytes);
         }
     }
 
@@ -286,22 +291,14 @@ mod tests {
             },
         );
         let writes: Vec<NvramWrite> = std::iter::from_fn(|| t.poll()).collect();
-        let words = |w: &NvramWrite| (0..w.bytes.len()).step_by(4).collect::<Vec<_>>();
         for (i, w) in writes.iter().enumerate() {
-            // Each write cut after each of its 4-byte words.
-            for cut in words(w) {
+            // The writes before it whole, then its first `cut` bytes (whole 4-byte words).
+            for cut in (0..w.bytes.len()).step_by(4) {
                 let mut img = image.clone();
-                let mut done = NvramTable {
-                    free: Vec::new(),
-                    next: 0,
-                    writes: writes[..i].iter().cloned().collect(),
-                };
-                apply(&mut img, &mut done);
-                let end = w.offset as usize + cut;
-                if img.len() < end {
-                    img.resize(end, 0);
+                for done in &writes[..i] {
+                    put(&mut img, done.offset, &done.bytes);
                 }
-                img[w.offset as usize..end].copy_from_slice(&w.bytes[..cut]);
+                put(&mut img, w.offset, &w.bytes[..cut]);
                 let records = parse(&img, &H).unwrap();
                 assert!(
                     records.is_empty()
