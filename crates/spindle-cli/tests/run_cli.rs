@@ -42,6 +42,20 @@ fn json_has_the_documented_fields_and_is_byte_identical_across_runs() {
         }
     }
     assert!(v["throughput_iops"].as_f64().unwrap() > 0.0);
+    assert!(v["window_s"].as_f64().unwrap() > 0.0);
+    for f in ["offered_iops", "achieved_iops", "host_queue", "drain_s"] {
+        assert!(
+            v[f].is_null(),
+            "{f}: a closed loop without draining has none"
+        );
+    }
+    assert_eq!(v["saturated"], false);
+    assert!(v["sustainable"].is_boolean());
+    for f in ["ops", "bytes", "nvram_entries"] {
+        assert!(v["backlog"][f].is_u64(), "backlog.{f}");
+        assert!(v["backlog"]["growth"][f].is_i64(), "backlog.growth.{f}");
+    }
+    assert!(v["breakdown_ms"]["host_wait"].is_number());
     assert_eq!(v["requests"].as_u64(), Some(2100), "middle 70 % of 3,000");
     let u = v["disks"][0]["utilization"].as_f64().unwrap();
     assert!(
@@ -416,4 +430,162 @@ fn validate_writes_every_requests_times_on_request() {
     );
     let o = spindle(&["validate", dir.to_str().unwrap(), "--requests"]);
     assert_eq!(o.status.code(), Some(2), "--requests needs --out");
+}
+
+/// Writes a DiskSim trace of `n` random 4 KiB requests (70 % reads) over the Cheetah 9LP
+/// arriving every `gap_ms`, and an experiment replaying it with `extra` trace keys.
+fn random_trace(dir: &Path, n: u32, gap_ms: f64, extra: &str) -> String {
+    let mut t = String::new();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for i in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let lba = (x % 17_000_000) / 8 * 8;
+        let read = u32::from(x % 10 < 7);
+        t.push_str(&format!("{:.6} 0 {lba} 8 {read}\n", f64::from(i) * gap_ms));
+    }
+    std::fs::write(dir.join("r.disksim"), t).unwrap();
+    experiment(
+        dir,
+        &format!(
+            "seed = 3\n[drive]\nmodel = \"cheetah9lp\"\n[array]\nscheduler = \"satf\"\n\
+             [workload]\nkind = \"trace\"\n[workload.trace]\npath = \"r.disksim\"\n{extra}"
+        ),
+    )
+}
+
+/// The disk's capacity for these requests: a closed loop of 8 random 4 KiB requests, 70 %
+/// reads (what a trace's queue reaches once it backs up under SATF).
+fn capacity_iops(dir: &Path) -> f64 {
+    let body = "seed = 3\n[drive]\nmodel = \"cheetah9lp\"\n[array]\nscheduler = \"satf\"\n\
+                [workload]\nkind = \"closed\"\nqueue_depth = 8\nread_fraction = 0.7\n\
+                size_bytes = 4096\n[run]\nrequests = 3000\n";
+    let o = spindle(&["run", &experiment(dir, body), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["offered_iops"],
+        serde_json::Value::Null,
+        "a closed loop offers no rate"
+    );
+    assert_eq!(v["saturated"], false);
+    v["throughput_iops"].as_f64().unwrap()
+}
+
+#[test]
+fn a_trace_replayed_beyond_the_arrays_capacity_is_flagged_saturated() {
+    let dir = tempfile::tempdir().unwrap();
+    let capacity = capacity_iops(dir.path());
+    // Half the capacity: keeps up (achieved within 2 % of offered), no warning.
+    let exp = random_trace(dir.path(), 3000, 1000.0 / (0.5 * capacity), "");
+    let o = spindle(&["run", &exp, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (offered, achieved) = (
+        v["offered_iops"].as_f64().unwrap(),
+        v["achieved_iops"].as_f64().unwrap(),
+    );
+    assert!(
+        (offered / (0.5 * capacity) - 1.0).abs() < 0.01,
+        "{offered} vs {capacity}"
+    );
+    assert!(achieved > 0.98 * offered, "{achieved} of {offered}");
+    assert_eq!(v["saturated"], false, "{v}");
+    assert!(!stderr(&o).contains("saturated"), "{}", stderr(&o));
+
+    // Three times the capacity: the array falls behind, and says so.
+    let exp = random_trace(dir.path(), 3000, 1000.0 / (3.0 * capacity), "");
+    let o = spindle(&["run", &exp, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // (SATF gains from the deep queue, so the disk answers more than its Q = 8 capacity,
+    // but far from all.)
+    assert_eq!(v["saturated"], true, "{v}");
+    let achieved = v["achieved_iops"].as_f64().unwrap();
+    assert!(achieved < 0.9 * v["offered_iops"].as_f64().unwrap(), "{v}");
+    for d in v["disks"].as_array().unwrap() {
+        assert!(d["utilization"].as_f64().unwrap() <= 1.0, "{d}");
+    }
+    assert!(stderr(&o).contains("saturated: offered"), "{}", stderr(&o));
+    let o = spindle(&["run", &exp]);
+    assert!(stdout(&o).contains("SATURATED"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_trace_requests_latency_includes_its_wait_for_a_host_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let capacity = capacity_iops(dir.path());
+    let exp = random_trace(
+        dir.path(),
+        2000,
+        1000.0 / (3.0 * capacity),
+        "max_outstanding = 2\n",
+    );
+    let o = spindle(&["run", &exp, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let b = &v["breakdown_ms"];
+    let parts: f64 = [
+        "host_wait",
+        "queue",
+        "overhead",
+        "seek",
+        "rotation",
+        "transfer",
+        "switches",
+    ]
+    .iter()
+    .map(|k| b[k].as_f64().unwrap())
+    .sum();
+    let mean = v["latency"]["all"]["mean_ms"].as_f64().unwrap();
+    // The parts add up to the latency (the histogram's mean is kept to 3 significant
+    // digits: 0.1 %), and the host wait is most of it: the requests queue in the host, not
+    // in the array (at most 2 there).
+    assert!((parts - mean).abs() < 1e-3 * mean, "{parts} vs {mean}");
+    let host_wait = b["host_wait"].as_f64().unwrap();
+    assert!(host_wait > 0.5 * mean, "host wait {host_wait} of {mean} ms");
+    // Hundreds of requests wait in the host on average (arrivals at 3x what the array
+    // answers); the window runs to the last completion, when the host queue is empty again.
+    let q = &v["host_queue"];
+    assert!(q["mean"].as_f64().unwrap() > 100.0, "{q}");
+    assert_eq!(v["saturated"], true, "{v}");
+}
+
+/// Delayed replica writes defer work: a short run whose NVRAM table is still filling is
+/// reported unsustainable, with its backlog; a table full at both ends of the window is a
+/// steady state. `run.drain` finishes the owed work and says how long it took.
+#[test]
+fn a_growing_backlog_is_unsustainable_and_drain_reports_its_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "seed = 2\n[drive]\nmodel = \"st39133lwv\"\n[array]\nlayout = \"raid-10\"\n\
+                disks = 4\nds = 2\ndr = 1\ndm = 2\nscheduler = \"satf\"\nnvram_entries = 5000\n\
+                [workload]\nkind = \"closed\"\nqueue_depth = 16\nread_fraction = 0.2\n\
+                [run]\nrequests = 4000\n";
+    let exp = experiment(dir.path(), body);
+    let o = spindle(&["run", &exp, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["sustainable"], false, "{v}");
+    let growth = v["backlog"]["growth"]["ops"].as_i64().unwrap();
+    assert!(growth > 100, "{v}");
+    assert!(v["backlog"]["nvram_entries"].as_u64().unwrap() > 100, "{v}");
+    assert!(stderr(&o).contains("not sustainable"), "{}", stderr(&o));
+    assert!(v["drain_s"].is_null());
+
+    let o = spindle(&["run", &exp, "--json", "--set", "run.drain=true"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let drain = d["drain_s"].as_f64().unwrap();
+    // Each owed copy is a random write of a few ms: the backlog takes a while.
+    assert!(drain > 0.1, "{d}");
+    // Draining changes nothing inside the window.
+    assert_eq!(d["latency"], v["latency"]);
+    assert_eq!(d["throughput_iops"], v["throughput_iops"]);
+
+    // A 50-entry table fills within the warm-up: full at both edges, a steady state.
+    let o = spindle(&["run", &exp, "--json", "--set", "array.nvram_entries=50"]);
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["sustainable"], true, "{s}");
+    assert!(s["backlog"]["nvram_entries"].as_u64().unwrap() <= 50, "{s}");
 }
