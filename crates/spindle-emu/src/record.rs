@@ -244,6 +244,9 @@ fn write_all(file: RecordFile, header: &[String], rx: Receiver<Vec<Entry>>) -> R
         ..Recorded::default()
     };
     let mut failed = header.iter().try_for_each(|l| writeln!(out, "# {l}")).err();
+    // Each line is formatted whole, then written with one call: the buffer is flushed
+    // between lines, never inside one (a kill can still cut the flush's own write).
+    let mut line = Vec::with_capacity(64);
     while let Ok(batch) = rx.recv() {
         for e in &batch {
             match *e {
@@ -252,7 +255,10 @@ fn write_all(file: RecordFile, header: &[String], rx: Receiver<Vec<Entry>>) -> R
                 Entry::Flush { .. } => rec.flushes += 1,
             }
             if failed.is_none() {
-                failed = write_entry(&mut out, e).err();
+                line.clear();
+                failed = write_entry(&mut line, e)
+                    .and_then(|()| out.write_all(&line))
+                    .err();
             }
         }
     }
