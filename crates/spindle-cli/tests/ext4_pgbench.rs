@@ -151,8 +151,8 @@ fn ext4_and_pgbench_on_an_emulated_raid10() {
 
     // The recording: the pgbench run's reads and writes, 4 KiB-aligned (the loop device's
     // sector), in time order, spanning about the run's 10 s.
-    let text = std::fs::read_to_string(&rec)
-        .unwrap_or_else(|e| panic!("{}: {e}\n{all}", rec.display()));
+    let text =
+        std::fs::read_to_string(&rec).unwrap_or_else(|e| panic!("{}: {e}\n{all}", rec.display()));
     let records: Vec<trace::TraceRecord> = trace::open(TraceFormat::DiskSim, text.as_bytes())
         .collect::<Result<_, _>>()
         .unwrap_or_else(|e| panic!("{}: {e}", rec.display()));
@@ -163,9 +163,15 @@ fn ext4_and_pgbench_on_an_emulated_raid10() {
     );
     assert!(records.windows(2).all(|w| w[0].arrival <= w[1].arrival));
     let span_s = (records[records.len() - 1].arrival.0 - records[0].arrival.0) as f64 / 1e9;
-    assert!((8.0..=12.5).contains(&span_s), "the recording spans {span_s} s");
+    assert!(
+        (8.0..=12.5).contains(&span_s),
+        "the recording spans {span_s} s"
+    );
     assert!(text.lines().any(|l| l.starts_with("# flush ")), "no flush");
-    assert!(out.contains("requests            : "), "no trace stats:\n{out}");
+    assert!(
+        out.contains("requests            : "),
+        "no trace stats:\n{out}"
+    );
 
     if env.iter().any(|(k, _)| *k == "COUNT_INFLIGHT") {
         let counted = out
