@@ -2,8 +2,19 @@
 # ext4 and PostgreSQL (pgbench) on an array emulated by `spindle serve`, through nbdfuse and a
 # loop device with direct I/O and 4 KiB sectors (docs/emulator.md, "ext4 and PostgreSQL").
 #
-#   scripts/ext4_pgbench.sh EXPERIMENT.toml [SCALE [SECONDS]]     # defaults: 10, 20
-#   scripts/ext4_pgbench.sh --check                                # prerequisites only
+#   scripts/ext4_pgbench.sh [OPTIONS] EXPERIMENT.toml [SCALE [SECONDS]]   # defaults: 10, 20
+#   scripts/ext4_pgbench.sh --check                                       # prerequisites only
+#
+# Options (before EXPERIMENT.toml):
+#   --record FILE        record the host requests of the pgbench run (`spindle serve --record`,
+#                        docs/emulator.md) as a DiskSim trace in FILE: the whole session is
+#                        recorded, and FILE keeps the requests from the start of the pgbench
+#                        run on (mkfs, initdb and pgbench -i dropped); `spindle trace stats
+#                        FILE` is printed at the end. FILE must not be a directory or device.
+#   --clients N          pgbench clients (default 4), on min(N, 4) threads
+#   --transactions N     each client runs N transactions (pgbench -t) instead of SECONDS
+#   --pg-set NAME=VALUE  a PostgreSQL setting (postgres -c), e.g. checkpoint_timeout=30s;
+#                        repeatable
 #
 # Serves the experiment's array from a fresh data directory, mounts the export as a file with
 # nbdfuse, attaches it to a loop device (--direct-io=on --sector-size 4096), makes ext4 on it,
@@ -25,7 +36,10 @@
 #   PG_USER         the system user PostgreSQL runs as (default: postgres)
 #   COUNT_INFLIGHT  1: put scripts/nbd_inflight.py between nbdfuse and spindle and print how
 #                   many requests were in flight and how many were not 4 KiB-aligned
-#   KEEP            1: keep the work directory (logs, the disks' files)
+#   KEEP            1: keep the work directory (logs, the disks' files, the whole session's
+#                   recording with --record)
+#   TMPDIR          where the work directory goes (the disks' files: on /dev/shm spindle's
+#                   fsyncs cost nothing, which speeds up a long --record capture)
 set -euo pipefail
 PATH="$PATH:/usr/sbin:/sbin" # losetup, mkfs.ext4, e2fsck for a non-root PATH under sudo
 
@@ -72,11 +86,37 @@ if [ "${1:-}" = --check ]; then
   echo "ext4_pgbench: prerequisites present (spindle: $SPINDLE, PostgreSQL: $PG_BIN)"
   exit 0
 fi
-[ $# -ge 1 ] && [ $# -le 3 ] || die "usage: $0 EXPERIMENT.toml [SCALE [SECONDS]] | --check"
+usage="usage: $0 [--record FILE] [--clients N] [--transactions N] [--pg-set NAME=VALUE]...\
+ EXPERIMENT.toml [SCALE [SECONDS]] | --check"
+record="" clients=4 transactions="" pg_sets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --record) [ $# -ge 2 ] || die "$usage"; record="$2"; shift 2 ;;
+    --clients) [ $# -ge 2 ] || die "$usage"; clients="$2"; shift 2 ;;
+    --transactions) [ $# -ge 2 ] || die "$usage"; transactions="$2"; shift 2 ;;
+    --pg-set) [ $# -ge 2 ] || die "$usage"; pg_sets+=(-c "$2"); shift 2 ;;
+    --) shift; break ;;
+    -*) die "unknown option $1; $usage" ;;
+    *) break ;;
+  esac
+done
+[ $# -ge 1 ] && [ $# -le 3 ] || die "$usage"
 experiment="$1"
 scale="${2:-10}"
 duration="${3:-20}"
 [ -r "$experiment" ] || die "$experiment: not a readable experiment file"
+for n in "$scale:SCALE" "$duration:SECONDS" "$clients:--clients" "${transactions:-1}:--transactions"; do
+  [[ "${n%%:*}" =~ ^[1-9][0-9]*$ ]] || die "${n#*:} must be a whole number > 0, got '${n%%:*}'"
+done
+for ((i = 1; i < ${#pg_sets[@]}; i += 2)); do
+  [[ "${pg_sets[i]}" == ?*=* ]] || die "--pg-set takes NAME=VALUE, got '${pg_sets[i]}'"
+done
+if [ -n "$record" ]; then
+  [ ! -e "$record" ] || [ -f "$record" ] ||
+    die "--record $record: exists and is not a regular file; not overwriting it"
+  [ -d "$(dirname "$record")" ] || die "--record $record: no directory $(dirname "$record")"
+  record="$(cd "$(dirname "$record")" && pwd)/$(basename "$record")"
+fi
 check_prerequisites
 
 spindle_pid="" proxy_pid="" nbdfuse_pid="" loop="" fs_mounted="" pg_started=""
@@ -164,7 +204,7 @@ teardown() {
     wait "$spindle_pid" || spindle_status=$?
     t1="$(date +%s%N)"
     spindle_pid=""
-    grep 'spindle serve: stopped:' "$work/spindle.log" ||
+    grep -E 'spindle serve: (stopped|recorded)' "$work/spindle.log" ||
       { echo "ext4_pgbench: spindle printed no final statistics; its log:" >&2
         cat "$work/spindle.log" >&2; }
     echo "spindle exit status: $spindle_status (stopped $(((t1 - t0) / 1000000)) ms after SIGINT)"
@@ -181,6 +221,7 @@ on_exit() {
     echo "ext4_pgbench: tearing down after a failure" >&2
     teardown || status=1
   fi
+  [ -z "$record" ] || rm -f "$record.tmp"
   if [ "${KEEP:-0}" = 1 ] || [ "$status" != 0 ]; then
     echo "ext4_pgbench: work directory kept: $work" >&2
   else
@@ -200,8 +241,11 @@ run_dir="$work/run"    # PostgreSQL's Unix socket and log
 mkdir "$fuse_dir" "$fs_dir" "$run_dir"
 chown "$PG_USER" "$run_dir"
 
-step "spindle serve $experiment (data in $work/data)"
-"$SPINDLE" serve "$experiment" --data "$work/data" --unix "$sock" 2>"$work/spindle.log" &
+record_args=()
+[ -z "$record" ] || record_args=(--record "$work/session.trace")
+step "spindle serve $experiment (data in $work/data)${record:+, recording}"
+"$SPINDLE" serve "$experiment" --data "$work/data" --unix "$sock" "${record_args[@]}" \
+  2>"$work/spindle.log" &
 spindle_pid=$!
 for ((i = 0; i < 300; i++)); do
   [ -S "$sock" ] && break
@@ -255,7 +299,7 @@ as_pg "$PG_BIN/initdb" -D "$pgdata" -U postgres -A trust --locale=C -E UTF8 \
 step "pg_ctl start (Unix socket in $run_dir only)"
 pg_started=1
 as_pg "$PG_BIN/pg_ctl" -D "$pgdata" -l "$run_dir/postgres.log" -w -t 60 \
-  -o "-c listen_addresses='' -k $run_dir -c max_wal_size=256MB" start >/dev/null ||
+  -o "-c listen_addresses='' -k $run_dir -c max_wal_size=256MB ${pg_sets[*]}" start >/dev/null ||
   { cat "$run_dir/postgres.log" >&2; die "PostgreSQL did not start"; }
 
 step "pgbench -i -s $scale"
@@ -264,14 +308,17 @@ as_pg "$PG_BIN/pgbench" -h "$run_dir" -U postgres -i -s "$scale" -q postgres \
   { cat "$run_dir/pgbench-init.log" >&2; die "pgbench -i failed"; }
 tail -n 1 "$run_dir/pgbench-init.log"
 
-spindle_stats "before the run"
-step "pgbench -c 4 -j 2 -T $duration"
+spindle_stats "before the run" | tee "$work/before.stats"
+threads=$((clients < 4 ? clients : 4))
+run_args=(-c "$clients" -j "$threads" -T "$duration")
+[ -z "$transactions" ] || run_args=(-c "$clients" -j "$threads" -t "$transactions")
+step "pgbench ${run_args[*]}"
 pgbench_status=0
-as_pg "$PG_BIN/pgbench" -h "$run_dir" -U postgres -c 4 -j 2 -T "$duration" postgres \
+as_pg "$PG_BIN/pgbench" -h "$run_dir" -U postgres "${run_args[@]}" postgres \
   >"$run_dir/pgbench.log" 2>&1 || pgbench_status=$?
 cat "$run_dir/pgbench.log"
 [ "$pgbench_status" = 0 ] || die "pgbench exited with status $pgbench_status"
-spindle_stats "after the run"
+spindle_stats "after the run" | tee "$work/after.stats"
 
 step "pg_ctl stop"
 as_pg "$PG_BIN/pg_ctl" -D "$pgdata" -m fast -w -t 120 stop >/dev/null
@@ -290,6 +337,35 @@ fi
 step "losetup -d; umount nbdfuse; SIGINT spindle"
 teardown_status=0
 teardown || teardown_status=$?
+if [ -n "$record" ] && [ "$teardown_status" = 0 ]; then
+  # The pgbench run lies between the statistics taken before and after it, whose elapsed
+  # times are on the recording's clock, rounded to 0.1 s: keep the requests from 0.05 s
+  # before the first to 0.05 s after the second. mkfs, initdb and pgbench -i before, and
+  # PostgreSQL's shutdown checkpoint and e2fsck after the run, are left out.
+  elapsed() { sed -n 's/.* in \([0-9.]*\) s, .*/\1/p' "$1"; }
+  from_s="$(elapsed "$work/before.stats")"
+  to_s="$(elapsed "$work/after.stats")"
+  [ -n "$from_s" ] && [ -n "$to_s" ] ||
+    die "--record: no elapsed time in spindle's statistics before and after the run"
+  read -r from_ms to_ms < <(awk -v a="$from_s" -v b="$to_s" \
+    'BEGIN { a -= 0.05; if (a < 0) a = 0; printf "%.6f %.6f\n", a * 1000, (b + 0.05) * 1000 }')
+  step "--record: the requests from $from_ms ms to $to_ms ms (the pgbench run) to $record"
+  awk -v from="$from_ms" -v to="$to_ms" -v expfile="$experiment" \
+    -v run="pgbench ${run_args[*]}; postgres -c max_wal_size=256MB ${pg_sets[*]}" '
+    NR == 1 {
+      print "# scripts/ext4_pgbench.sh --record: the pgbench run (" run ") on " expfile
+      print "# the session'\''s requests from " from " ms to " to " ms (before: mkfs, initdb,"
+      print "# pgbench -i; after: the shutdown checkpoint, e2fsck); arrivals as recorded"
+    }
+    /^# end:/ { next }
+    /^# flush / { if ($3 + 0 >= from + 0 && $3 + 0 <= to + 0) print; next }
+    /^#/ { print; next }
+    $1 + 0 >= from + 0 && $1 + 0 <= to + 0 { print }
+  ' "$work/session.trace" >"$record.tmp"
+  mv "$record.tmp" "$record"
+  "$SPINDLE" trace stats "$record" ||
+    { echo "ext4_pgbench: spindle trace stats $record failed" >&2; teardown_status=1; }
+fi
 step "done"
 [ "$fsck_status" = 0 ] || die "the file system check failed"
 [ "$teardown_status" = 0 ] || die "teardown failed"

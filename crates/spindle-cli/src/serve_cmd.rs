@@ -1,5 +1,6 @@
-//! `spindle serve FILE --data DIR (--listen ADDR | --unix PATH)`: the experiment's array,
-//! emulated in real time with real data, as an NBD export (docs/emulator.md).
+//! `spindle serve FILE --data DIR (--listen ADDR | --unix PATH) [--record TRACE]`: the
+//! experiment's array, emulated in real time with real data, as an NBD export; `--record`
+//! writes every host request served as a DiskSim trace (docs/emulator.md).
 
 use crate::run_cmd::reader_relative_to;
 use anyhow::{bail, Context};
@@ -33,6 +34,11 @@ pub struct ServeArgs {
     /// CAP_SYS_NICE): lower lateness on a busy machine.
     #[arg(long)]
     realtime: bool,
+    /// Record every host request served (arrival, read/write, offset, length) to FILE as a
+    /// DiskSim ASCII trace that `spindle run` replays; FLUSHes become comment lines.
+    /// A regular file is overwritten; anything else is refused.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -53,11 +59,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         clock: ClockOptions {
             realtime: args.realtime,
         },
+        record: args.record,
     };
     let stats = serve(&exp, &read_file, opts, |uri| {
         eprintln!("spindle serve: listening at {uri} (SIGUSR1: statistics, SIGINT/SIGTERM: stop)")
     })
     .map_err(anyhow::Error::msg)?;
     eprintln!("spindle serve: stopped: {stats}");
+    if let Some(rec) = &stats.recorded {
+        eprintln!("spindle serve: {rec}");
+        if let Some(e) = &rec.error {
+            bail!("--record: the recording is incomplete: {e}");
+        }
+    }
     Ok(())
 }

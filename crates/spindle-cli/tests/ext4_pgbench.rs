@@ -1,7 +1,8 @@
 //! The ext4 + PostgreSQL recipe of docs/emulator.md, end to end: `scripts/ext4_pgbench.sh`
 //! serves the 6-disk RAID-10 example with this build's `spindle`, puts ext4 on it through
 //! nbdfuse and a loop device (direct I/O, 4 KiB sectors), runs pgbench on a PostgreSQL
-//! cluster there and tears everything down.
+//! cluster there and tears everything down; with `--record`, the pgbench run's host requests
+//! are recorded (`spindle serve --record`) and read back with spindle's trace reader.
 //!
 //! Needs root (or passwordless sudo), /dev/fuse, a free loop device, nbdfuse, e2fsprogs and
 //! the PostgreSQL server binaries. A missing tool or package skips the test with the reason,
@@ -9,6 +10,7 @@
 //! makes it a failure; what no package brings (root, /dev/fuse, a loop device) always skips
 //! with the reason.
 
+use spindle::workload::trace::{self, TraceFormat};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -96,10 +98,20 @@ fn ext4_and_pgbench_on_an_emulated_raid10() {
     }
     assert!(check.status.success(), "--check failed:\n{}", text(&check));
 
+    // The recording goes where the script's user (root) can write and the test can read.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("pgbench.trace");
+    let rec_arg = rec.to_string_lossy().into_owned();
     let o = script(
         sudo,
         &env,
-        &["examples/emulator/raid10_6disks.toml", "4", "10"],
+        &[
+            "--record",
+            &rec_arg,
+            "examples/emulator/raid10_6disks.toml",
+            "4",
+            "10",
+        ],
     );
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let all = text(&o);
@@ -136,6 +148,30 @@ fn ext4_and_pgbench_on_an_emulated_raid10() {
         .and_then(|(before, _)| before.rsplit(' ').next()?.parse().ok())
         .unwrap_or_else(|| panic!("no flush count in {stopped}"));
     assert!(flushes > 0.0, "{stopped}");
+
+    // The recording: the pgbench run's reads and writes, 4 KiB-aligned (the loop device's
+    // sector), in time order, spanning about the run's 10 s.
+    let text =
+        std::fs::read_to_string(&rec).unwrap_or_else(|e| panic!("{}: {e}\n{all}", rec.display()));
+    let records: Vec<trace::TraceRecord> = trace::open(TraceFormat::DiskSim, text.as_bytes())
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("{}: {e}", rec.display()));
+    assert!(records.len() > 500, "{} requests recorded", records.len());
+    assert!(
+        records.iter().all(|r| r.lba % 8 == 0 && r.sectors % 8 == 0),
+        "a request not 4 KiB-aligned"
+    );
+    assert!(records.windows(2).all(|w| w[0].arrival <= w[1].arrival));
+    let span_s = (records[records.len() - 1].arrival.0 - records[0].arrival.0) as f64 / 1e9;
+    assert!(
+        (8.0..=12.5).contains(&span_s),
+        "the recording spans {span_s} s"
+    );
+    assert!(text.lines().any(|l| l.starts_with("# flush ")), "no flush");
+    assert!(
+        out.contains("requests            : "),
+        "no trace stats:\n{out}"
+    );
 
     if env.iter().any(|(k, _)| *k == "COUNT_INFLIGHT") {
         let counted = out

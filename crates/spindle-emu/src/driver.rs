@@ -20,6 +20,7 @@
 
 use crate::backing::{BackingStore, StoreError};
 use crate::io::{Answer, IoThread, Job};
+use crate::record::{Entry, Recorded, Recorder};
 use spindle::array::{Action, Bytes, Engine, Event, HostRequest};
 use spindle::{Nanos, Op};
 use std::cmp::Reverse;
@@ -86,6 +87,8 @@ pub struct Stats {
     pub lateness_max_us: f64,
     /// Seconds since the driver started.
     pub elapsed_s: f64,
+    /// What `--record` wrote (final statistics only).
+    pub recorded: Option<Recorded>,
 }
 
 impl std::fmt::Display for Stats {
@@ -207,9 +210,20 @@ impl Emulator {
     /// the clock thread on `engine` over `store`. Fails if the engine cannot describe the
     /// bytes of its operations or cannot recover.
     pub fn start_with(
+        engine: Box<dyn Engine>,
+        store: BackingStore,
+        clock: ClockOptions,
+    ) -> Result<Emulator, String> {
+        Emulator::start_recording(engine, store, clock, None)
+    }
+
+    /// [`Emulator::start_with`], recording every host request it accepts to `record`
+    /// (`record.rs`); its arrival times are the clock's, from the same origin.
+    pub fn start_recording(
         mut engine: Box<dyn Engine>,
         mut store: BackingStore,
         clock: ClockOptions,
+        record: Option<(crate::record::RecordFile, Vec<String>)>,
     ) -> Result<Emulator, String> {
         if !engine.enable_data_moves() {
             return Err(format!(
@@ -222,6 +236,10 @@ impl Emulator {
         let sector_bytes = engine.sector_bytes();
         let align_bytes = engine.io_align_bytes();
         let size_bytes = engine.capacity_sectors() * u64::from(sector_bytes);
+        let recorder = match record {
+            Some((file, header)) => Some(Recorder::start(file, &header, sector_bytes)?),
+            None => None,
+        };
         let (tx, rx) = mpsc::channel();
         let start = Instant::now();
         let io = IoThread::start(store, start, clock.realtime)?;
@@ -232,7 +250,7 @@ impl Emulator {
                 if clock.realtime {
                     become_realtime("clock", 50);
                 }
-                Driver::new(engine, io, start, spin_ns()).run(rx)
+                Driver::new(engine, io, start, spin_ns(), recorder).run(rx)
             })
             .map_err(|e| format!("cannot start the clock thread: {e}"))?;
         Ok(Emulator {
@@ -354,6 +372,8 @@ struct Driver {
     in_array_ns: u128,
     first_request: Option<Nanos>,
     counted_to: Nanos,
+    /// `--record`: every request accepted, at its arrival.
+    recorder: Option<Recorder>,
 }
 
 /// Sleeping gives way to spinning this long before a deadline. With a 1 ns timer slack a
@@ -404,7 +424,13 @@ pub(crate) fn become_realtime(what: &str, priority: i32) {
 }
 
 impl Driver {
-    fn new(engine: Box<dyn Engine>, io: IoThread, start: Instant, spin_ns: u64) -> Driver {
+    fn new(
+        engine: Box<dyn Engine>,
+        io: IoThread,
+        start: Instant,
+        spin_ns: u64,
+        recorder: Option<Recorder>,
+    ) -> Driver {
         let sector_bytes = u64::from(engine.sector_bytes());
         Driver {
             engine,
@@ -418,6 +444,7 @@ impl Driver {
             in_array_ns: 0,
             first_request: None,
             counted_to: Nanos::ZERO,
+            recorder,
         }
     }
 
@@ -461,7 +488,10 @@ impl Driver {
                 None => {}
             }
         }
-        self.io.stop()
+        let recorded = self.recorder.take().map(Recorder::finish);
+        let mut stats = self.io.stop()?;
+        stats.recorded = recorded;
+        Ok(stats)
     }
 
     /// Feeds every disk completion whose simulated instant has passed, each at its own
@@ -545,7 +575,11 @@ impl Driver {
     fn accept(&mut self, req: Request, reply: oneshot::Sender<Reply>) {
         let (op, offset, data, len, fua) = match req {
             Request::Flush => {
+                let arrival = self.now();
                 self.io.flush(reply);
+                if let Some(r) = &mut self.recorder {
+                    r.record(Entry::Flush { arrival });
+                }
                 return;
             }
             // TRIM zeroes, as a timed write: NBD makes it advisory, but nbdfuse turns a hole
@@ -601,6 +635,15 @@ impl Driver {
         });
         self.engine.handle(now, Event::Host(req));
         self.drain();
+        // After the core has the request: recording never delays its start.
+        if let Some(r) = &mut self.recorder {
+            r.record(Entry::Io {
+                arrival: now,
+                op,
+                offset,
+                len,
+            });
+        }
     }
 
     /// Hands the core's NVRAM writes, then its data moves, to the I/O thread before acting

@@ -8,6 +8,7 @@
 //!   moves; [`driver::Handle`] submits host commands.
 //! - [`nbd`]: the NBD server; it does not depend on the core — [`export`] implements its
 //!   [`nbd::Backend`] on a [`driver::Handle`].
+//! - [`record`]: `--record FILE`, the host requests served as a DiskSim trace.
 //! - [`serve`]: `spindle serve`, all of the above behind a socket.
 
 pub mod backing;
@@ -16,6 +17,7 @@ pub mod export;
 mod io;
 pub mod nbd;
 pub mod nvram;
+pub mod record;
 pub mod serve;
 
 pub use backing::{BackingStore, StoreShape};

@@ -7,6 +7,7 @@ use crate::backing::{BackingStore, StoreShape};
 use crate::driver::{ClockOptions, Emulator, Stats};
 use crate::export::EmuExport;
 use crate::nbd::{Backend, Server};
+use crate::record::RecordFile;
 use spindle::config::{Experiment, ReadFile};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -25,6 +26,8 @@ pub struct ServeOptions {
     /// The export's name (clients may also ask for the empty name).
     pub export_name: String,
     pub clock: ClockOptions,
+    /// `--record FILE`: every host request served, as a DiskSim trace (`record.rs`).
+    pub record: Option<PathBuf>,
 }
 
 /// Builds the experiment's array over `opts.data_dir` and serves it until a signal.
@@ -48,6 +51,8 @@ pub fn serve_until(
     ready: impl FnOnce(&str),
     stop: Option<tokio::sync::oneshot::Receiver<()>>,
 ) -> Result<Stats, String> {
+    // The record file first: a bad path is refused before anything starts.
+    let record = opts.record.as_deref().map(RecordFile::create).transpose()?;
     let built = exp.build_array(read_file).map_err(|e| e.to_string())?;
     let mut engine = built.engine;
     if !engine.enable_data_moves() {
@@ -65,15 +70,20 @@ pub fn serve_until(
         drive: built.drive_id.clone(),
     };
     let store = BackingStore::open(&opts.data_dir, shape).map_err(|e| e.to_string())?;
-    let emu = Emulator::start_with(engine, store, opts.clock)?;
-    if emu.recovered().unclean {
-        eprintln!("spindle serve: {}", emu.recovered());
-    }
-    let handle = emu.handle();
     let description = format!(
         "{} on {} ({} scheduler), emulated by spindle",
         built.layout_label, built.drive_id, built.scheduler_label
     );
+    let capacity_bytes = engine.capacity_sectors() * u64::from(engine.sector_bytes());
+    let record = record.map(|file| {
+        let header = record_header(&description, capacity_bytes);
+        (file, header)
+    });
+    let emu = Emulator::start_recording(engine, store, opts.clock, record)?;
+    if emu.recovered().unclean {
+        eprintln!("spindle serve: {}", emu.recovered());
+    }
+    let handle = emu.handle();
     let export: Arc<dyn Backend> = Arc::new(EmuExport::new(handle.clone()));
     let server = Arc::new(
         Server::new(vec![(opts.export_name.clone(), description, export)])
@@ -131,6 +141,23 @@ pub fn serve_until(
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
     let stats = emu.stop()?;
     served.map(|()| stats)
+}
+
+/// The comment lines that open a `--record` file.
+fn record_header(description: &str, capacity_bytes: u64) -> Vec<String> {
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    vec![
+        "spindle serve --record: the host requests an emulated array served, in DiskSim ASCII:"
+            .into(),
+        "arrival_ms device lba sectors flags -- ms since the server started (exact to the ns),"
+            .into(),
+        "512-byte sectors, flags 1 = read, 0 = write. TRIM and WRITE_ZEROES are recorded as".into(),
+        "writes, a FLUSH as a comment: `# flush ARRIVAL_MS`.".into(),
+        format!("array: {description}, {capacity_bytes} bytes"),
+        format!("started: {started} s since the Unix epoch"),
+    ]
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -63,6 +63,7 @@ fn real_clients_pass_against_every_layout() {
                 listen: Listen::Tcp("127.0.0.1:0".parse().expect("address")),
                 export_name: "spindle".into(),
                 clock: Default::default(),
+                record: None,
             };
             serve_until(
                 &exp,
