@@ -274,7 +274,10 @@ impl Report {
                     _ => String::new(),
                 };
                 let q = r.host_queue.as_ref().map_or(String::new(), |q| {
-                    format!(", host queue {} -> {} requests", q.start, q.end)
+                    format!(
+                        ", host queue {} -> {} requests (mean {:.1})",
+                        q.start, q.end, q.mean
+                    )
                 });
                 w.push(format!(
                     "warning: {}: saturated{rate}{q}; latencies grow with the run's length",
