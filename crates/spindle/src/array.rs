@@ -1519,7 +1519,14 @@ impl Array {
         }
         let waiting = std::mem::take(&mut self.blocked);
         for (slot, piece) in waiting {
-            if self.must_wait(&piece).0 {
+            let (wait, keys) = self.must_wait(&piece);
+            if wait {
+                // Still waiting, now perhaps for entries that did not exist when it first
+                // waited (the write it queued behind has started): their delayed copies
+                // must not wait for an idle disk while a host write waits for them.
+                for k in keys {
+                    self.promote(k);
+                }
                 self.blocked.push_back((slot, piece));
             } else {
                 self.slots[slot].as_mut().expect("live slot").parts_left -= 1;

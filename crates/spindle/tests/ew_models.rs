@@ -54,35 +54,56 @@ fn fig_1a(drive: &str, dds: &[f64]) -> Vec<(f64, f64, f64)> {
         .collect()
 }
 
-/// Fig. 1(a): on the ST39133LWV the mean rotational wait of eager writes at Dd = 1.25 (80 %
-/// utilisation) is below 1 ms (the paper: "well below 1 ms"). Measured 0.28 ms: a block on
-/// the track under the head is reached after ~1/10 of a rotation (9 free blocks of 45),
+/// Fig. 1(a), restated criterion (the owner's decision): on the ST39133LWV at Dd = 1.25 (80 %
+/// utilisation) the eager write's mean rotational wait and its seek + rotational wait are
+/// each under 1 ms (the paper: "well below 1 ms"; 1 ms is the paper's own figure, no
+/// tolerance added). Measured at seed 3: rotation 0.28 ms, seek + rotation 0.58 ms: a block
+/// on the track under the head is reached after ~1/10 of a rotation (9 free blocks of 45),
 /// and one on another track costs the 0.9 ms track switch.
 #[test]
 fn fig_1a_eager_write_rotational_wait_is_below_1ms_at_80_percent_utilisation() {
-    let (_, rot, _) = fig_1a("st39133lwv", &[1.25])[0];
-    assert!(rot < 1.0, "Dd 1.25: {rot:.3} ms");
+    let (_, rot, seek) = fig_1a("st39133lwv", &[1.25])[0];
+    let mut missed = Vec::new();
+    if rot >= 1.0 {
+        missed.push(format!("rotational wait {rot:.3} ms"));
+    }
+    if rot + seek >= 1.0 {
+        missed.push(format!("seek + rotational wait {:.3} ms", rot + seek));
+    }
+    assert!(missed.is_empty(), "Dd 1.25: {}", missed.join("; "));
 }
 
-/// Fig. 1(a): with more free space the eager write's seek and its whole positioning time
-/// (seek + rotational wait) fall at every step of Dd 1.25, 1.5, 2, 4 (measured at seed 3:
-/// seek 0.29, 0.15, 0.09, 0.04 ms; seek + rotation 0.58, 0.47, 0.39, 0.26 ms; the smallest
-/// step, 17 %, is many standard errors of a 6,000-write mean).
+/// Fig. 1(a), restated criterion: with more free space the eager write's seek and its whole
+/// positioning time (seek + rotational wait) fall at every step of Dd 1.25, 1.5, 2, 4, and
+/// the rotational wait at Dd = 4 is below that at 1.25 (measured at seed 3: seek 0.29,
+/// 0.15, 0.09, 0.04 ms; seek + rotation 0.58, 0.47, 0.39, 0.26 ms; rotation 0.28 at 1.25,
+/// 0.22 at 4). Strict inequalities, no tolerance: the smallest step, 17 %, and the 21 %
+/// fall of the rotational wait are many standard errors of a 6,000-write mean.
 #[test]
 fn fig_1a_eager_write_seek_and_positioning_fall_with_dilution() {
     let runs = fig_1a("st39133lwv", &[1.25, 1.5, 2.0, 4.0]);
+    let mut missed = Vec::new();
+    let (r_first, r_last) = (runs[0].1, runs[3].1);
+    if r_last >= r_first {
+        missed.push(format!(
+            "Dd 4: rotational wait {r_last:.4} ms not below Dd 1.25's {r_first:.4}"
+        ));
+    }
     for w in runs.windows(2) {
         let ((d0, r0, s0), (d1, r1, s1)) = (w[0], w[1]);
-        assert!(
-            s1 < s0,
-            "Dd {d1}: seek {s1:.4} ms did not fall from {s0:.4} (Dd {d0})"
-        );
+        if s1 >= s0 {
+            missed.push(format!(
+                "Dd {d1}: seek {s1:.4} ms did not fall from {s0:.4} (Dd {d0})"
+            ));
+        }
         let (p0, p1) = (r0 + s0, r1 + s1);
-        assert!(
-            p1 < p0,
-            "Dd {d1}: seek + rotation {p1:.4} ms did not fall from {p0:.4} (Dd {d0})"
-        );
+        if p1 >= p0 {
+            missed.push(format!(
+                "Dd {d1}: seek + rotation {p1:.4} ms did not fall from {p0:.4} (Dd {d0})"
+            ));
+        }
     }
+    assert!(missed.is_empty(), "{}", missed.join("; "));
 }
 
 /// Fig. 1(a), the rest of the paper's sentence: "both the rotational delay and seek time
@@ -151,22 +172,16 @@ fn fig_2_the_best_four_disk_ew_array_halves_single_disk_latency() {
 }
 
 /// Fig. 4 at Q = 64: one disk at Dd = 2 (half the disk holds data), 50 % writes, random
-/// 4 KB, each policy's throughput. Run on the Cheetah 9LP (DiskSim-validated, 10k rpm like
-/// the paper's drive): on the ST39133LWV model a command costs a fixed 1.8 ms (a write
-/// 2.5 ms; measured from the host), longer than most gaps between reads, so the
-/// free-bandwidth policies can hide few writes there (FreeBW-Hybrid 284 IOPS against
-/// SATF-EW 301; docs/ew.md).
-///
-/// Measured at seed 3: FreeBW-Hybrid 420.6, SATF-EW 378.7, FreeBW-SCAN 385.6, FreeBW-SATF
-/// 303.2, read-first 199.0 IOPS.
-fn fig_4(policy: &str, seed: u64) -> f64 {
-    let disk = spindle::drive::builtin_drive("cheetah9lp").expect("built-in drive");
+/// 4 KB, the 1,000 ms age bound of `examples/ew_array/fig4_schedulers_queue.toml`, each
+/// policy's throughput (IOPS) on `drive`.
+fn fig_4_on(drive: &str, policy: &str, seed: u64) -> f64 {
+    let disk = spindle::drive::builtin_drive(drive).expect("built-in drive");
     let half = (disk.capacity_sectors() * 512 / 2 * 9 / 10 / 4096 * 4096).to_string();
     let r = run(
         &ew(1, 0.5, 2.0),
         &[
             ("seed", &seed.to_string()),
-            ("drive.model", "\"cheetah9lp\""),
+            ("drive.model", &format!("\"{drive}\"")),
             ("workload.read_fraction", "0.5"),
             ("workload.queue_depth", "64"),
             ("array.scheduler", &format!("\"{policy}\"")),
@@ -175,18 +190,81 @@ fn fig_4(policy: &str, seed: u64) -> f64 {
             ("run.requests", "30000"),
         ],
     );
-    eprintln!("seed {seed} {policy}: {:.1} IOPS", r.throughput_iops);
+    eprintln!(
+        "{drive} seed {seed} {policy}: {:.1} IOPS",
+        r.throughput_iops
+    );
     r.throughput_iops
 }
 
-/// The orderings of fig. 4 that hold at every seed tried (1–3): FreeBW-Hybrid ≥ SATF-EW,
-/// SATF-EW > read-first, and FreeBW-SCAN > FreeBW-SATF (the paper's point: SATF leaves no
-/// gaps for eager writes).
+/// Fig. 4 on the paper's drive, the restated criteria (the owner's decision) that hold:
+/// FreeBW-SCAN > FreeBW-SATF (the paper's point: SATF's tight read schedule leaves no gaps
+/// for eager writes), SATF-EW > read-first, and SATF-EW within 3 % of write-first or better
+/// (the paper has SATF-EW above write-first; 3 % is the owner's tolerance for the two being
+/// alike when half the disk is free and the closest free block is nearly always sooner than
+/// any read, the degeneration the paper describes in 4.2). Strict orderings get no
+/// tolerance. Measured at seed 3 (30,000 requests): write-first 257.5, read-first 171.8,
+/// SATF-EW 272.4, FreeBW-SATF 207.7, FreeBW-SCAN 210.4 IOPS. SCAN's lead over SATF, 1.3 %,
+/// is small but systematic: in `examples/ew_array/fig4_schedulers_queue.toml` (20,000
+/// requests) it is 1.2–1.8 % at seeds 1–3.
 #[test]
-fn fig_4_scheduler_ordering_at_q64() {
-    let (hybrid, satf_ew) = (fig_4("freebw-hybrid", 3), fig_4("satf-ew", 3));
-    let (scan, satf) = (fig_4("freebw-scan", 3), fig_4("freebw-satf", 3));
-    let read_first = fig_4("read-first", 3);
+fn fig_4_scheduler_ordering_at_q64_on_the_st39133lwv() {
+    let d = "st39133lwv";
+    let satf_ew = fig_4_on(d, "satf-ew", 3);
+    let (scan, satf) = (fig_4_on(d, "freebw-scan", 3), fig_4_on(d, "freebw-satf", 3));
+    let read_first = fig_4_on(d, "read-first", 3);
+    let write_first = fig_4_on(d, "write-first", 3);
+    // Every criterion is checked and every miss reported.
+    let mut missed = Vec::new();
+    if scan <= satf {
+        missed.push(format!("FreeBW-SCAN {scan:.1} <= FreeBW-SATF {satf:.1}"));
+    }
+    if satf_ew <= read_first {
+        missed.push(format!(
+            "SATF-EW {satf_ew:.1} <= read-first {read_first:.1}"
+        ));
+    }
+    if satf_ew < 0.97 * write_first {
+        missed.push(format!(
+            "SATF-EW {satf_ew:.1} more than 3 % below write-first {write_first:.1}"
+        ));
+    }
+    assert!(missed.is_empty(), "{}", missed.join("; "));
+}
+
+/// Fig. 4 on the paper's drive, the restated criterion FreeBW-Hybrid >= SATF-EW. Not met:
+/// seed 3, 30,000 requests: FreeBW-Hybrid 210.4 (= FreeBW-SCAN: writes are always queued)
+/// against SATF-EW 272.4 IOPS (-23 %). The model element: the drive's per-command overhead
+/// (the dissertation's To, measured from the host: 1.8 ms before a read, 2.5 ms before a
+/// write, serial with the mechanics). An eager write fits in the gap before a read only if
+/// the read's rotational wait exceeds the write's 2.5 ms overhead + transfer + wait; FreeBW
+/// hides 2,766 of ~5,000 writes in 10,000 requests (the rest wait until no read is queued),
+/// so writes pile up (62 of the 64 queued), the reads lose their choice and cost 8–9 ms
+/// each. SATF-EW serves writes first and keeps ~63 reads to choose from. The same drive with
+/// 0.3/1.0 ms overheads (geometry, seek and switch unchanged) hides every write and orders
+/// the policies as the paper does (seed 1, 20,000 requests: Hybrid 529.5, SATF-EW 527.8,
+/// SCAN 444.2, FreeBW-SATF 378.4, write-first 497.5, read-first 231.2; docs/ew.md).
+#[test]
+#[ignore = "FreeBW-Hybrid 210.4 < SATF-EW 272.4 IOPS on the ST39133LWV: its 2.5 ms write overhead leaves few gaps (doc comment)"]
+fn fig_4_freebw_hybrid_at_least_satf_ew_on_the_st39133lwv() {
+    let hybrid = fig_4_on("st39133lwv", "freebw-hybrid", 3);
+    let satf_ew = fig_4_on("st39133lwv", "satf-ew", 3);
+    assert!(
+        hybrid >= satf_ew,
+        "FreeBW-Hybrid {hybrid:.1} < SATF-EW {satf_ew:.1}"
+    );
+}
+
+/// Fig. 4, a drive substitution: the Cheetah 9LP (DiskSim-validated, 10k rpm like the
+/// paper's drive, 0.28/0.91 ms overheads) gives the paper's FreeBW-Hybrid >= SATF-EW.
+/// Measured at seed 3: FreeBW-Hybrid 420.2, SATF-EW 378.4, FreeBW-SCAN 385.4, FreeBW-SATF
+/// 303.1, read-first 198.9 IOPS; the orderings hold at seeds 1–3.
+#[test]
+fn fig_4_scheduler_ordering_at_q64_drive_substitution_cheetah9lp() {
+    let d = "cheetah9lp";
+    let (hybrid, satf_ew) = (fig_4_on(d, "freebw-hybrid", 3), fig_4_on(d, "satf-ew", 3));
+    let (scan, satf) = (fig_4_on(d, "freebw-scan", 3), fig_4_on(d, "freebw-satf", 3));
+    let read_first = fig_4_on(d, "read-first", 3);
     assert!(
         hybrid >= satf_ew,
         "FreeBW-Hybrid {hybrid:.1} < SATF-EW {satf_ew:.1}"
@@ -201,18 +279,18 @@ fn fig_4_scheduler_ordering_at_q64() {
     );
 }
 
-/// The rest of the issue's fig. 4 bound: SATF-EW > FreeBW-SCAN and SATF-EW > write-first.
-/// Not met: the three are within 3 % of each other and SATF-EW is not first (seed 1:
-/// SATF-EW 380.0, FreeBW-SCAN 389.2, write-first 382.6 IOPS). With half the disk free the closest free block is nearly always
-/// closer than any read, so SATF-EW serves writes first — the degeneration the paper
-/// itself describes (4.2).
+/// The issue's original fig. 4 bound on the Cheetah 9LP (drive substitution): SATF-EW >
+/// FreeBW-SCAN and SATF-EW > write-first. Not met: the three are within 3 % of each other
+/// and SATF-EW is not first (seed 1: SATF-EW 379.4, FreeBW-SCAN 389.0, write-first 382.4
+/// IOPS). With half the disk free the closest free block is nearly always closer than any
+/// read, so SATF-EW serves writes first — the degeneration the paper itself describes (4.2).
 #[test]
-#[ignore = "SATF-EW, write-first and FreeBW-SCAN are within 3 % and SATF-EW is not first (numbers in the doc comment)"]
+#[ignore = "Cheetah 9LP: SATF-EW, write-first and FreeBW-SCAN are within 3 % and SATF-EW is not first (numbers in the doc comment)"]
 fn fig_4_satf_ew_beats_freebw_scan_and_write_first() {
     for seed in 1..=3 {
-        let satf_ew = fig_4("satf-ew", seed);
-        let scan = fig_4("freebw-scan", seed);
-        let write_first = fig_4("write-first", seed);
+        let satf_ew = fig_4_on("cheetah9lp", "satf-ew", seed);
+        let scan = fig_4_on("cheetah9lp", "freebw-scan", seed);
+        let write_first = fig_4_on("cheetah9lp", "write-first", seed);
         assert!(
             satf_ew > scan,
             "seed {seed}: SATF-EW {satf_ew:.1} <= FreeBW-SCAN {scan:.1}"
