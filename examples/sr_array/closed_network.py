@@ -16,7 +16,7 @@ spindle lays it out). The dissertation's To (2.7 ms) was measured between one-se
 
 Eq. 2.45 instead multiplies eq. 2.42's rate by D [1 - (1 - 1/D)^Q] busy disks (each of the
 Q requests placed independently: 0.3 % idle for 6 disks at Q = 32); in a closed loop the
-requests pile up on the busiest disks and a disk is idle 5-17 % of the time here.
+requests pile up on the busiest disks and at Q = 32 a disk is idle 2-17 % of the time here.
 
 `crates/spindle/tests/array_models.rs` ports this computation exactly (same generator, same
 order of operations, so the same numbers) and holds spindle's RLOOK simulation to within 5 %
