@@ -74,6 +74,9 @@ pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<()> {
         },
     )?;
     bar.finish_and_clear();
+    for w in report.warnings() {
+        eprintln!("{w}");
+    }
     let out = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
     } else if args.csv {

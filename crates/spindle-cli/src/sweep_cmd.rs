@@ -8,7 +8,7 @@ use clap::Args;
 use rayon::prelude::*;
 use spindle::config::ConfigError;
 use spindle::metrics::Report;
-use spindle::sweep::{Sweep, HEADLINE_FIELDS};
+use spindle::sweep::{Sweep, HEADLINE_FIELDS, STATE_FIELDS};
 use std::fmt::Write as _;
 use std::io::Write;
 use std::num::NonZeroUsize;
@@ -92,6 +92,17 @@ pub fn run(args: SweepArgs, quiet: bool) -> anyhow::Result<()> {
         to_table(&sweep, &reports)
     };
     std::io::stdout().lock().write_all(out.as_bytes())?;
+    for (i, r) in reports.iter().enumerate() {
+        for w in r.warnings() {
+            let at: Vec<String> = sweep
+                .axis_points(i)
+                .into_iter()
+                .zip(&sweep.axes)
+                .map(|(p, a)| format!("{}={}", a.name, p.shown))
+                .collect();
+            eprintln!("{} (point {}: {})", w, i + 1, at.join(", "));
+        }
+    }
     Ok(())
 }
 
@@ -148,13 +159,15 @@ fn to_table(sweep: &Sweep, reports: &[Report]) -> String {
         "{:>10} {:>8} {:>9} {:>9} {:>9} {:>9} {:>6} {:>7} {:>7}",
         "IOPS", "MB/s", "mean ms", "p50", "p95", "p99", "util", "seek", "rot"
     ));
+    let flagged = reports.iter().any(|r| r.saturated || !r.sustainable);
     let _ = writeln!(s, "{}", header.join("  "));
     for (row, r) in rows.iter().zip(reports) {
         let [iops, mb, mean, p50, p95, p99, util, seek, rot] = headline(r);
         let mut cells: Vec<String> = row.iter().zip(&widths).map(|(v, &w)| pad(v, w)).collect();
         cells.push(format!(
-            "{iops:>10.1} {mb:>8.3} {mean:>9.3} {p50:>9.3} {p95:>9.3} {p99:>9.3} {:>5.1}% {seek:>7.3} {rot:>7.3}",
-            100.0 * util
+            "{iops:>10.1} {mb:>8.3} {mean:>9.3} {p50:>9.3} {p95:>9.3} {p99:>9.3} {:>5.1}% {seek:>7.3} {rot:>7.3}{}",
+            100.0 * util,
+            r.flags()
         ));
         let _ = writeln!(s, "{}", cells.join("  "));
     }
@@ -163,6 +176,13 @@ fn to_table(sweep: &Sweep, reports: &[Report]) -> String {
         "(latency in ms over each point's measured requests; util = mean disk utilisation; \
          seek, rot = mean ms per request)"
     );
+    if flagged {
+        let _ = writeln!(
+            s,
+            "(SATURATED: the array fell behind its arrivals; BACKLOG GROWS: deferred work grew \
+             over the window, not sustainable at this load — docs/report.md)"
+        );
+    }
     s
 }
 
@@ -170,6 +190,7 @@ fn to_table(sweep: &Sweep, reports: &[Report]) -> String {
 fn to_csv(sweep: &Sweep, reports: &[Report]) -> String {
     let mut header: Vec<String> = sweep.axes.iter().map(|a| csv_field(&a.name)).collect();
     header.extend(HEADLINE_FIELDS.iter().map(|f| f.to_string()));
+    header.extend(STATE_FIELDS.iter().map(|f| f.to_string()));
     let mut s = header.join(",") + "\n";
     for (i, r) in reports.iter().enumerate() {
         let mut cells: Vec<String> = sweep
@@ -188,6 +209,10 @@ fn to_csv(sweep: &Sweep, reports: &[Report]) -> String {
             format!("{util:.6}"),
             format!("{seek:.6}"),
             format!("{rot:.6}"),
+            r.offered_iops.map_or(String::new(), |v| format!("{v:.3}")),
+            r.achieved_iops.map_or(String::new(), |v| format!("{v:.3}")),
+            r.saturated.to_string(),
+            r.sustainable.to_string(),
         ]);
         let _ = writeln!(s, "{}", cells.join(","));
     }
@@ -210,6 +235,15 @@ fn to_json_lines(sweep: &Sweep, reports: &[Report]) -> String {
             .collect();
         for (name, v) in HEADLINE_FIELDS.iter().zip(headline(r)) {
             let v = serde_json::to_string(&v).unwrap_or_else(|_| "null".into());
+            fields.push(format!("{}:{v}", json_string(name)));
+        }
+        let state = [
+            serde_json::json!(r.offered_iops),
+            serde_json::json!(r.achieved_iops),
+            serde_json::json!(r.saturated),
+            serde_json::json!(r.sustainable),
+        ];
+        for (name, v) in STATE_FIELDS.iter().zip(state) {
             fields.push(format!("{}:{v}", json_string(name)));
         }
         let _ = writeln!(s, "{{{}}}", fields.join(","));
@@ -237,6 +271,7 @@ mod tests {
         let mut r = Report {
             throughput_iops: iops,
             throughput_mb_s: iops * 4096.0 / 1e6,
+            sustainable: true,
             ..Report::default()
         };
         r.latency.all.mean_ms = 1000.0 / iops;
@@ -258,7 +293,7 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "workload.queue_depth,\"cfg, \"\"quoted\"\"\",throughput_iops,throughput_mb_s,mean_ms,p50_ms,p95_ms,p99_ms,utilization,seek_ms,rotation_ms"
+            "workload.queue_depth,\"cfg, \"\"quoted\"\"\",throughput_iops,throughput_mb_s,mean_ms,p50_ms,p95_ms,p99_ms,utilization,seek_ms,rotation_ms,offered_iops,achieved_iops,saturated,sustainable"
         );
         assert_eq!(lines.len(), 5);
         assert!(lines[1].starts_with("1,\"a,b\",100.000,"), "{}", lines[1]);

@@ -56,7 +56,7 @@ fn one_row_per_point_carrying_its_axis_values_in_every_format() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines[0],
-        "workload.queue_depth,config,throughput_iops,throughput_mb_s,mean_ms,p50_ms,p95_ms,p99_ms,utilization,seek_ms,rotation_ms"
+        "workload.queue_depth,config,throughput_iops,throughput_mb_s,mean_ms,p50_ms,p95_ms,p99_ms,utilization,seek_ms,rotation_ms,offered_iops,achieved_iops,saturated,sustainable"
     );
     assert_eq!(lines.len(), 1 + 6);
     for (line, (q, label)) in lines[1..].iter().zip(combos) {
@@ -85,6 +85,13 @@ fn one_row_per_point_carrying_its_axis_values_in_every_format() {
         ] {
             assert!(r[f].as_f64().is_some_and(|v| v > 0.0), "{f} in {r}");
         }
+        // A closed loop offers no rate and cannot fall behind.
+        assert!(
+            r["offered_iops"].is_null() && r["achieved_iops"].is_null(),
+            "{r}"
+        );
+        assert_eq!(r["saturated"], false, "{r}");
+        assert!(r["sustainable"].is_boolean(), "{r}");
     }
 }
 

@@ -23,8 +23,10 @@
 //!   [`WritePolicy::Delayed`]: the first copy is scheduled like a read (any replica of any
 //!   holder); once it is written the host is answered and the other copies become delayed
 //!   writes in per-disk queues served only when the disk's foreground queue is empty. The
-//!   pending propagations are recorded in an NVRAM table; beyond its limit the oldest move
-//!   to the foreground queues. A newer write of the same piece cancels the older pending
+//!   pending propagations are recorded in an NVRAM table of `nvram_entries` entries; a
+//!   write that finds it full waits (unacknowledged) while the oldest entry's delayed
+//!   writes are forced to the foreground queues (3.4.3), so deferred work never outgrows
+//!   the table. A newer write of the same piece cancels the older pending
 //!   propagations; reads are served only by copies holding the last acknowledged data; a
 //!   write that partly overlaps a pending one waits until that one is propagated.
 
@@ -269,6 +271,20 @@ pub struct DiskCounters {
     pub sched: SchedStats,
 }
 
+/// Deferred work a controller owes at an instant: disk operations no host request waits
+/// for (delayed replica writes, eager propagations, DDM home moves, map log appends, and
+/// later destage and cleaning), queued or running, and the NVRAM entries kept for them.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Backlog {
+    /// Deferred disk operations pending (queued or in flight).
+    pub ops: u64,
+    /// Bytes those operations will write (or read).
+    pub bytes: u64,
+    /// Entries of the NVRAM table recording work still to do (pieces with copies to
+    /// propagate; eager writing: blocks waiting for propagation or a move home).
+    pub nvram_entries: u64,
+}
+
 /// What a driver needs of an array controller: the SR-Mirror family's [`Array`] and the
 /// eager-writing [`crate::ew::EwArray`] both are deterministic sans-I/O state machines fed
 /// with [`Engine::handle`] and drained with [`Engine::poll_action`] (see [`Array`]).
@@ -292,6 +308,10 @@ pub trait Engine: Send {
     /// Cumulative busy time of `disk` up to instant `t` (t ≥ the last event handled).
     fn busy_until(&self, disk: usize, t: Nanos) -> Span;
     fn counters(&self, disk: usize) -> DiskCounters;
+    /// The deferred work pending now (after the last event handled).
+    fn backlog(&self) -> Backlog {
+        Backlog::default()
+    }
     /// Time to rebuild the controller's volatile state after a crash now (eager-writing
     /// arrays: reading the map log), if it has any.
     fn recovery_time(&self) -> Option<Span> {
@@ -361,6 +381,9 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
     fn counters(&self, disk: usize) -> DiskCounters {
         (**self).counters(disk)
     }
+    fn backlog(&self) -> Backlog {
+        (**self).backlog()
+    }
     fn recovery_time(&self) -> Option<Span> {
         (**self).recovery_time()
     }
@@ -407,6 +430,9 @@ impl Engine for Array {
     fn counters(&self, disk: usize) -> DiskCounters {
         Array::counters(self, disk)
     }
+    fn backlog(&self) -> Backlog {
+        Array::backlog(self)
+    }
     fn enable_data_moves(&mut self) -> bool {
         self.data_moves.get_or_insert_with(VecDeque::new);
         if self.copies_mask() != 1 && self.nvram.is_none() {
@@ -440,7 +466,6 @@ pub struct Array {
     table: BTreeMap<Key, Entry>,
     /// Entries in creation order, for the NVRAM limit (stale keys are skipped).
     table_order: VecDeque<Key>,
-    promoted: usize,
     longest_piece: u32,
     /// Writes waiting for an overlapping pending write to finish: (slot, piece).
     blocked: VecDeque<(usize, Piece)>,
@@ -536,7 +561,6 @@ impl Array {
             free_ops: Vec::with_capacity(1024),
             table: BTreeMap::new(),
             table_order: VecDeque::new(),
-            promoted: 0,
             longest_piece: 1,
             blocked: VecDeque::new(),
             actions: VecDeque::with_capacity(64),
@@ -590,6 +614,24 @@ impl Array {
             .as_ref()
             .map_or(0, |f| t.0.min(f.access.end.0).saturating_sub(f.started.0));
         Span(d.busy_ns + partial)
+    }
+
+    /// Delayed writes still to propagate (queued, promoted or running) and the NVRAM table
+    /// entries that record them. O(operations in flight): for window edges, not per event.
+    pub fn backlog(&self) -> Backlog {
+        let sector_bytes = u64::from(self.drive.geometry().sector_bytes());
+        let mut b = Backlog::default();
+        for op in self.ops.iter().flatten() {
+            if op.kind == Kind::Propagate {
+                b.ops += 1;
+                b.bytes +=
+                    u64::from(op.piece.sectors) * u64::from(op.copies.count_ones()) * sector_bytes;
+            }
+        }
+        if self.writes == WritePolicy::Delayed {
+            b.nvram_entries = self.table.values().filter(|e| e.acked != 0).count() as u64;
+        }
+        b
     }
 
     pub fn counters(&self, disk: usize) -> DiskCounters {
@@ -960,8 +1002,14 @@ impl Array {
         }
         let (must_wait, keys) = self.must_wait(&piece);
         if must_wait {
+            let for_room = keys.is_empty();
             for k in keys {
                 self.promote(k);
+            }
+            if for_room {
+                // The table is full: force the oldest deferred copies out (3.4.3) so an
+                // entry frees for this write.
+                self.force_out_oldest();
             }
             // The host waits for this piece too.
             self.slots[slot].as_mut().expect("live slot").parts_left += 1;
@@ -977,15 +1025,22 @@ impl Array {
     /// of the same piece whose first copy is not yet written (once it is, the newer write
     /// supersedes its propagation instead: two first copies in flight could leave the
     /// acknowledged one's data on one copy while the table still trusts every copy).
+    ///
+    /// With delayed writes the NVRAM table holds at most `nvram_entries` entries, forced-out
+    /// ones included: a write of a piece with no entry waits while it is full (the keys
+    /// returned are then empty). The table is storage, not a threshold: a write the table
+    /// cannot record is not acknowledged early, so deferred work never outgrows it.
     fn must_wait(&self, piece: &Piece) -> (bool, Vec<Key>) {
         let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
         let same = (piece.column, piece.offset, piece.sectors);
         let wait = self.blocked.iter().any(|(_, p)| overlaps(p, piece))
             || match self.writes {
                 WritePolicy::Foreground => !keys.is_empty(),
-                WritePolicy::Delayed => keys
-                    .iter()
-                    .any(|k| *k != same || self.table.get(k).is_some_and(|e| e.acked != e.version)),
+                WritePolicy::Delayed => {
+                    keys.iter().any(|k| {
+                        *k != same || self.table.get(k).is_some_and(|e| e.acked != e.version)
+                    }) || (keys.is_empty() && self.table.len() >= self.nvram_entries)
+                }
             };
         (wait, keys)
     }
@@ -1045,7 +1100,11 @@ impl Array {
                     );
                     self.record_entry(key);
                     self.table_order.push_back(key);
-                    self.enforce_nvram_limit();
+                    assert!(
+                        self.table.len() <= self.nvram_entries,
+                        "the NVRAM table holds at most its {} entries",
+                        self.nvram_entries
+                    );
                 }
                 let id = self.new_op(DiskOp {
                     kind: Kind::FirstWrite,
@@ -1147,10 +1206,7 @@ impl Array {
         let Some(e) = self.table.get_mut(&key) else {
             return;
         };
-        if !e.promoted {
-            e.promoted = true;
-            self.promoted += 1;
-        }
+        e.promoted = true;
         let ids = e.ops.clone();
         for id in ids {
             let op = self.ops[id].as_mut().expect("live op");
@@ -1174,14 +1230,13 @@ impl Array {
         }
     }
 
-    /// Beyond the NVRAM table's limit, the oldest entries' delayed writes go foreground.
-    fn enforce_nvram_limit(&mut self) {
-        while self.table.len() - self.promoted > self.nvram_entries {
-            let Some(key) = self.table_order.pop_front() else {
-                break;
-            };
+    /// The table is full and a write waits for an entry: the oldest entry whose delayed
+    /// writes still wait in the delayed queues moves them to the foreground queues.
+    fn force_out_oldest(&mut self) {
+        while let Some(key) = self.table_order.pop_front() {
             if self.table.get(&key).is_some_and(|e| !e.promoted) {
                 self.promote(key);
+                return;
             }
         }
     }
@@ -1449,9 +1504,6 @@ impl Array {
             let e = self.table.remove(&key).expect("entry");
             if let (Some(t), Some(slot)) = (self.nvram.as_mut(), e.nvram_slot) {
                 t.remove(slot);
-            }
-            if e.promoted && self.writes == WritePolicy::Delayed {
-                self.promoted -= 1;
             }
             self.release_blocked(now);
         } else if op.kind == Kind::FirstWrite {

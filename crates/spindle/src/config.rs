@@ -341,6 +341,10 @@ pub struct RunSpec {
     pub warmup_requests: Option<u64>,
     #[serde(default)]
     pub cooldown_requests: Option<u64>,
+    /// Go on after the last host request until no deferred work (delayed copies, eager
+    /// propagations, map log appends) is left, and report how long that took (`drain_s`).
+    #[serde(default)]
+    pub drain: bool,
 }
 
 fn ten_thousand() -> u64 {
@@ -353,6 +357,7 @@ impl Default for RunSpec {
             requests: ten_thousand(),
             warmup_requests: None,
             cooldown_requests: None,
+            drain: false,
         }
     }
 }
@@ -1164,7 +1169,11 @@ impl Experiment {
             layout_label,
             scheduler_label,
             workload,
-            window: Window { warmup, cooldown },
+            window: Window {
+                warmup,
+                cooldown,
+                drain: r.drain,
+            },
             drive_id: drive.id.clone(),
             workload_label,
         })

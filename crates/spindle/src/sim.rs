@@ -10,11 +10,11 @@
 //! a bar, and [`run_observed`] hands every completion to a second callback.
 
 use crate::array::{Action, Completion, Engine, Event, HostRequest};
-use crate::metrics::{Collector, Report};
+use crate::metrics::{Collector, Edge, Report};
 use crate::workload::synthetic::Generator;
 use crate::{Nanos, Op, Span};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 /// A request stream with its own arrival times.
 pub type Arrivals<'a> = Box<dyn Iterator<Item = Result<HostRequest, String>> + 'a>;
@@ -58,11 +58,15 @@ pub enum Workload<'a> {
     },
 }
 
-/// Measurement window by issue index (see [`crate::metrics`]).
-#[derive(Copy, Clone, Debug)]
+/// What to measure (see [`crate::metrics`]): requests by issue index, and whether the run
+/// goes on after the last host request to finish deferred work.
+#[derive(Copy, Clone, Debug, Default)]
 pub struct Window {
     pub warmup: u64,
     pub cooldown: u64,
+    /// Run until no deferred work is left (and report how long that took); otherwise the
+    /// run stops at the last host completion and reports the backlog.
+    pub drain: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -135,8 +139,20 @@ pub fn run(
     run_observed(array, workload, window, progress, &mut |_| {})
 }
 
+/// A window edge of `array` at `at` (no event after `at` handled yet).
+fn edge(array: &dyn Engine, at: Nanos) -> Edge {
+    Edge {
+        at,
+        busy: (0..array.disk_count())
+            .map(|d| array.busy_until(d, at))
+            .collect(),
+        backlog: array.backlog(),
+    }
+}
+
 /// [`run`], also handing every host completion (warm-up and cool-down included) to
-/// `on_complete` in completion order: `c.latency()` is the request's issue-to-completion time.
+/// `on_complete` in completion order: `c.latency()` is the request's issue-to-completion time
+/// (a trace request that waited for a host slot was issued after its arrival).
 pub fn run_observed(
     mut array: impl Engine,
     workload: Workload<'_>,
@@ -144,25 +160,34 @@ pub fn run_observed(
     progress: &mut dyn FnMut(u64, Option<u64>),
     on_complete: &mut dyn FnMut(&Completion),
 ) -> Result<Report, SimError> {
-    let total = match &workload {
-        Workload::Closed { requests, .. } => Some(*requests),
-        Workload::Timed { requests, .. } => *requests,
-        Workload::Replay { count, .. } => *count,
+    let (total, timed) = match &workload {
+        Workload::Closed { requests, .. } => (Some(*requests), false),
+        Workload::Timed { requests, .. } => (*requests, true),
+        Workload::Replay { count, .. } => (*count, false),
     };
-    let mut collector = Collector::new(window.warmup, total, window.cooldown);
+    let mut collector = Collector::new(window.warmup, total, window.cooldown, timed);
     let mut events = DiskEvents::with_capacity(array.disk_count() * 2);
     let mut issued = 0u64;
     let mut done = 0u64;
+    let mut last_host_done = Nanos::ZERO;
+    let mut last_event = Nanos::ZERO;
+    // Requests issued after their arrival (they waited in the host): id → arrival.
+    let mut held: HashMap<u64, Nanos> = HashMap::new();
     let capacity = array.capacity_sectors();
 
-    let busy_snapshot = |a: &dyn Engine, t: Nanos| {
-        (0..a.disk_count())
-            .map(|d| a.busy_until(d, t))
-            .collect::<Vec<Span>>()
-    };
+    // Before the array handles anything at `t`: the window may open.
+    macro_rules! reach {
+        ($t:expr) => {{
+            let t: Nanos = $t;
+            collector.reach(t, |at| edge(&array, at));
+            last_event = t;
+        }};
+    }
+    // Issues `r` at `at` (its arrival, or later if it waited in the host).
     macro_rules! issue {
-        ($req:expr) => {{
-            let r: HostRequest = $req;
+        ($req:expr, $at:expr) => {{
+            let mut r: HostRequest = $req;
+            let at: Nanos = $at;
             let end = r.lba + u64::from(r.sectors);
             if r.sectors == 0 || end > capacity {
                 return Err(SimError::OutOfRange {
@@ -173,22 +198,34 @@ pub fn run_observed(
                     capacity,
                 });
             }
-            collector.on_issue(r.id, r.arrival, || busy_snapshot(&array, r.arrival));
-            array.handle(r.arrival, Event::Host(r));
+            if at > r.arrival {
+                held.insert(r.id, r.arrival);
+                r.arrival = at;
+            }
+            reach!(at);
+            array.handle(at, Event::Host(r));
             issued += 1;
         }};
     }
-
     macro_rules! record {
         ($c:expr) => {{
-            collector.on_complete(&$c);
-            on_complete(&$c);
+            let c: Completion = $c;
+            let arrived = if held.is_empty() {
+                c.arrival
+            } else {
+                held.remove(&c.id).unwrap_or(c.arrival)
+            };
+            collector.on_complete(&c, arrived, |at| edge(&array, at));
+            on_complete(&c);
+            last_host_done = last_host_done.max(c.done);
             done += 1;
             if done & 0x3fff == 0 {
                 progress(done, total);
             }
         }};
     }
+    // Without draining, the run ends once every host request is answered.
+    let stop_early = !window.drain;
 
     match workload {
         Workload::Closed {
@@ -200,13 +237,15 @@ pub fn run_observed(
             let first = (queue_depth as u64).min(requests);
             for i in 0..first {
                 let d = generator.draw(i as usize);
-                issue!(HostRequest {
+                collector.on_arrival(i, Nanos::ZERO);
+                let r = HostRequest {
                     id: i,
                     op: d.op,
                     lba: d.lba,
                     sectors: d.sectors,
-                    arrival: Nanos::ZERO
-                });
+                    arrival: Nanos::ZERO,
+                };
+                issue!(r, Nanos::ZERO);
             }
             // Closed-loop streams: request i belongs to stream i mod Q.
             loop {
@@ -214,18 +253,24 @@ pub fn run_observed(
                     record!(c);
                     if issued < requests {
                         let d = generator.draw((c.id % queue_depth as u64) as usize);
-                        issue!(HostRequest {
+                        collector.on_arrival(issued, c.done);
+                        let r = HostRequest {
                             id: issued,
                             op: d.op,
                             lba: d.lba,
                             sectors: d.sectors,
-                            arrival: c.done
-                        });
+                            arrival: c.done,
+                        };
+                        issue!(r, c.done);
                     }
+                }
+                if stop_early && issued == requests && array.outstanding() == 0 {
+                    break;
                 }
                 let Some((t, disk)) = events.pop() else {
                     break;
                 };
+                reach!(t);
                 array.handle(t, Event::DiskDone { disk });
             }
         }
@@ -239,22 +284,33 @@ pub fn run_observed(
             let mut now = Nanos::ZERO;
             let limit = max_outstanding.unwrap_or(usize::MAX);
             assert!(limit >= 1, "max_outstanding is validated to be >= 1");
+            // Arrived requests waiting for a free slot, in arrival order.
+            let mut host: VecDeque<HostRequest> = VecDeque::new();
+            let mut arrived = 0u64;
+            if next.is_none() {
+                collector.set_total(0);
+            }
             loop {
                 while let Some(c) = events.pump(&mut array) {
                     record!(c);
                 }
+                // A slot freed by a completion goes to the longest-waiting request.
+                while array.outstanding() < limit {
+                    let Some(r) = host.pop_front() else { break };
+                    issue!(r, now);
+                }
+                if stop_early && next.is_none() && host.is_empty() && array.outstanding() == 0 {
+                    break;
+                }
                 // Completions at the same instant as an arrival are handled first.
-                let disk_t = events.peek();
-                let full = array.outstanding() >= limit;
-                let take_arrival = match (&next, disk_t) {
+                let take_arrival = match (&next, events.peek()) {
                     (None, None) => break,
-                    (Some(_), Some(_)) if full => false,
-                    (Some(r), Some(t)) => r.arrival.max(now) < t,
+                    (Some(r), Some(t)) => r.arrival < t,
                     (Some(_), None) => true,
                     (None, Some(_)) => false,
                 };
                 if take_arrival {
-                    let mut r = next.take().expect("an arrival is pending");
+                    let r = next.take().expect("an arrival is pending");
                     if r.arrival < previous {
                         return Err(SimError::Unordered {
                             index: r.id,
@@ -263,16 +319,30 @@ pub fn run_observed(
                         });
                     }
                     previous = r.arrival;
-                    r.arrival = r.arrival.max(now);
                     now = r.arrival;
-                    issue!(r);
+                    reach!(now);
+                    collector.on_arrival(r.id, now);
+                    arrived += 1;
+                    if host.is_empty() && array.outstanding() < limit {
+                        issue!(r, now);
+                    } else {
+                        host.push_back(r);
+                    }
                     next = arrivals.next().transpose().map_err(SimError::Workload)?;
+                    if next.is_none() {
+                        collector.set_total(arrived);
+                    }
                 } else {
                     let (t, disk) = events.pop().expect("a disk completion is pending");
                     now = t;
+                    reach!(t);
                     array.handle(t, Event::DiskDone { disk });
                 }
             }
+            assert!(
+                host.is_empty(),
+                "the run ended with requests waiting in the host"
+            );
         }
         Workload::Replay { mut requests, .. } => {
             // `next_at`: when the next request is due (None while one is outstanding);
@@ -280,6 +350,7 @@ pub fn run_observed(
             let mut next_at = Some(Nanos::ZERO);
             let mut think = Span::ZERO;
             let mut outstanding: Option<u64> = None;
+            let mut exhausted = false;
             loop {
                 while let Some(c) = events.pump(&mut array) {
                     if outstanding == Some(c.id) {
@@ -287,6 +358,9 @@ pub fn run_observed(
                         next_at = Some(c.done + think);
                     }
                     record!(c);
+                }
+                if stop_early && exhausted && outstanding.is_none() {
+                    break;
                 }
                 // Disk events at the instant the next request is due are handled first (a
                 // drive may keep working after it answered, e.g. a buffered write).
@@ -303,19 +377,24 @@ pub fn run_observed(
                         "replay keeps one request outstanding"
                     );
                     let Some(r) = requests.next().transpose().map_err(SimError::Workload)? else {
+                        exhausted = true;
+                        collector.set_total(issued);
                         continue;
                     };
                     think = r.think;
                     outstanding = Some(issued);
-                    issue!(HostRequest {
+                    collector.on_arrival(issued, at);
+                    let r = HostRequest {
                         id: issued,
                         op: r.op,
                         lba: r.lba,
                         sectors: r.sectors,
-                        arrival: at
-                    });
+                        arrival: at,
+                    };
+                    issue!(r, at);
                 } else {
                     let (t, disk) = events.pop().expect("a disk completion is pending");
+                    reach!(t);
                     array.handle(t, Event::DiskDone { disk });
                 }
             }
@@ -330,12 +409,17 @@ pub fn run_observed(
         0,
         "the run ended with host requests unanswered"
     );
+    assert!(held.is_empty(), "every held request was answered");
     progress(done, total);
-    let end_busy = busy_snapshot(&array, Nanos::MAX);
-    let busy: u64 = end_busy.iter().map(|b| b.0).sum();
     let counters: Vec<_> = (0..array.disk_count()).map(|d| array.counters(d)).collect();
+    let busy: u64 = (0..array.disk_count())
+        .map(|d| array.busy_until(d, last_event).0)
+        .sum();
     let logging: u64 = counters.iter().map(|c| c.map_logging.0).sum();
-    let mut report = collector.finish(end_busy, counters, array.sector_bytes(), issued);
+    let drained_s = window
+        .drain
+        .then(|| last_event.saturating_since(last_host_done).0 as f64 / 1e9);
+    let mut report = collector.finish(counters, array.sector_bytes(), issued, drained_s);
     if let Some(t) = array.recovery_time() {
         report.map_recovery_ms = Some(t.as_ms_f64());
         report.map_logging_share = Some(if busy == 0 {

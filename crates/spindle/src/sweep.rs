@@ -37,6 +37,11 @@ pub const HEADLINE_FIELDS: [&str; 9] = [
     "rotation_ms",
 ];
 
+/// The fields a sweep prints after [`HEADLINE_FIELDS`]: the offered and achieved rates
+/// (null for closed loops) and whether the point is saturated or sustainable (see
+/// `docs/report.md`).
+pub const STATE_FIELDS: [&str; 4] = ["offered_iops", "achieved_iops", "saturated", "sustainable"];
+
 /// One axis of a sweep.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Axis {
@@ -440,7 +445,7 @@ fn axis_keys(a: &Axis) -> Vec<&str> {
 fn check_axes(axes: &[Axis], sets: &[String]) -> Result<(), Failure> {
     for (i, a) in axes.iter().enumerate() {
         let at = format!("axis[{i}]");
-        if HEADLINE_FIELDS.contains(&a.name.as_str()) {
+        if HEADLINE_FIELDS.contains(&a.name.as_str()) || STATE_FIELDS.contains(&a.name.as_str()) {
             return Err((
                 at,
                 format!(

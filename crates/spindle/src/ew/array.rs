@@ -18,8 +18,10 @@
 //! scheduler places it in the free extent it chooses. One or two copies are written
 //! before the host is answered (`sync_copies`); the other groups' copies become delayed
 //! writes, also eager, in per-disk queues served when the foreground queue is empty. At
-//! most `nvram_entries` blocks wait for propagation (the paper's 10,000-block buffer);
-//! beyond, the oldest propagations move to the foreground. A newer write of a block makes
+//! most `nvram_entries` blocks wait for propagation (the paper's 10,000-block buffer),
+//! counting those forced to the foreground and those admitted writes will queue: a write
+//! that would overfill the buffer waits, unacknowledged, while the oldest propagations
+//! move to the foreground, so deferred work never outgrows the buffer. A newer write of a block makes
 //! its older pending propagation obsolete: cancelled if nothing else rides on it, its stale
 //! block released otherwise. A block's previous locations are freed once the map points
 //! elsewhere (a location a queued read still needs is freed after the read).
@@ -42,8 +44,8 @@ use super::free_space::{BlockId, FreeSpace, Sweep};
 use super::map_log::{Append, L2pMap, MapLog, MapLogConfig};
 use super::sched::{EwPick, EwPolicy, EwQueue, EwRequest, Work};
 use crate::array::{
-    Action, Breakdown, Completion, DataMove, DiskCounters, DiskReader, Engine, Event, HostRequest,
-    NvramWrite, RecoverError,
+    Action, Backlog, Breakdown, Completion, DataMove, DiskCounters, DiskReader, Engine, Event,
+    HostRequest, NvramWrite, RecoverError,
 };
 use crate::drive::{Access, Drive, HeadState, Transfer};
 use crate::{Nanos, Op, Span};
@@ -191,6 +193,8 @@ struct Group {
     left: u32,
     /// Groups (replicas) written.
     written: u64,
+    /// Buffer blocks reserved for its propagations until it is acknowledged.
+    reserved: usize,
 }
 
 /// A block with writes in flight or copies to propagate.
@@ -211,6 +215,18 @@ struct BlockState {
     /// still newer write, or it would record itself as the newest acknowledged write with
     /// no replica holding it.
     chunks: u32,
+}
+
+/// A chunk of a host write waiting for room in the delayed-write buffer: it starts when
+/// its propagations will fit (`need` blocks).
+struct Held {
+    slot: usize,
+    block: u32,
+    blocks: u32,
+    version: u64,
+    /// Synchronous copies: `sync_copies`, or every replica when written through.
+    sync: u32,
+    need: usize,
 }
 
 /// A write whose map update waits for NVRAM room: (op, disk, extent, blocks applied).
@@ -246,6 +262,12 @@ pub struct EwArray {
     pending_blocks: usize,
     /// Pending blocks whose propagation was moved to the foreground.
     promoted_blocks: usize,
+    /// Propagation blocks the admitted, not yet acknowledged writes will queue.
+    reserved_blocks: usize,
+    /// Host write chunks waiting for room in the buffer, in arrival order.
+    held: VecDeque<Held>,
+    /// The propagation blocks the held chunks need.
+    held_blocks: usize,
     nvram_entries: usize,
     map_cfg: MapLogConfig,
     prop_order: VecDeque<usize>,
@@ -502,6 +524,9 @@ impl EwArray {
             pins: BTreeMap::new(),
             zombies: BTreeSet::new(),
             pending_blocks: 0,
+            reserved_blocks: 0,
+            held: VecDeque::new(),
+            held_blocks: 0,
             promoted_blocks: 0,
             map_cfg: cfg.map,
             nvram_entries: cfg.nvram_entries,
@@ -732,7 +757,7 @@ impl EwArray {
             let chunk_end = last.min(unit_end).min(b + MAX_EXTENT_BLOCKS);
             match req.op {
                 Op::Read => self.accept_read(now, slot, b, chunk_end - b),
-                Op::Write => self.accept_write(now, slot, b, chunk_end - b, version),
+                Op::Write => self.admit_write(now, slot, b, chunk_end - b, version),
             }
             b = chunk_end;
         }
@@ -840,7 +865,83 @@ impl EwArray {
         op.locs.retain(|&(m, _)| holders.iter().any(|h| h.2 == m));
     }
 
-    fn accept_write(&mut self, now: Nanos, slot: usize, block: u32, blocks: u32, version: u64) {
+    /// Propagation blocks a write chunk of `blocks` blocks will queue once acknowledged:
+    /// a copy for each replica not written synchronously, or the DDM's move home.
+    fn propagation_need(&self, blocks: u32) -> usize {
+        let copies = if self.shape.ddm {
+            1
+        } else {
+            self.dm - self.sync_copies.min(self.dm)
+        };
+        blocks as usize * copies as usize
+    }
+
+    /// The delayed-write buffer holds at most `nvram_entries` blocks, forced-out ones and
+    /// those admitted writes will queue included: a write chunk that would overfill it waits
+    /// (unacknowledged, behind any earlier waiting chunk) while the oldest propagations are
+    /// forced to the foreground. An empty buffer admits any chunk, so writes always progress.
+    ///
+    /// A chunk whose propagations alone would overfill the whole buffer is written through
+    /// instead: every replica synchronously, nothing deferred (a DDM chunk, whose deferred
+    /// work is its move home, waits for an empty buffer).
+    fn admit_write(&mut self, now: Nanos, slot: usize, block: u32, blocks: u32, version: u64) {
+        let mut need = self.propagation_need(blocks);
+        let mut sync = self.sync_copies;
+        if need > self.nvram_entries && !self.shape.ddm {
+            (need, sync) = (0, self.dm);
+        }
+        // Behind a held chunk, every chunk waits: writes start in arrival order.
+        if self.held.is_empty() && self.has_room(need) {
+            self.reserved_blocks += need;
+            self.accept_write(now, slot, block, blocks, version, sync);
+            return;
+        }
+        // The host waits for the held chunk too.
+        self.slots[slot].as_mut().expect("live slot").parts_left += 1;
+        self.held.push_back(Held {
+            slot,
+            block,
+            blocks,
+            version,
+            sync,
+            need,
+        });
+        self.held_blocks += need;
+        self.enforce_nvram_limit();
+    }
+
+    /// Whether propagations of `need` blocks fit the buffer now (an empty one takes any).
+    fn has_room(&self, need: usize) -> bool {
+        let used = self.pending_blocks + self.reserved_blocks;
+        need == 0 || used == 0 || used + need <= self.nvram_entries
+    }
+
+    /// Starts the held chunks that now fit, in arrival order.
+    fn release_held(&mut self, now: Nanos) {
+        while let Some(h) = self.held.front() {
+            if !self.has_room(h.need) {
+                break;
+            }
+            let h = self.held.pop_front().expect("a held chunk");
+            self.held_blocks -= h.need;
+            self.reserved_blocks += h.need;
+            self.accept_write(now, h.slot, h.block, h.blocks, h.version, h.sync);
+            self.slots[h.slot].as_mut().expect("live slot").parts_left -= 1;
+        }
+        self.enforce_nvram_limit();
+    }
+
+    /// Queues a write chunk's `sync` synchronous copies (the rest are propagated once it is
+    /// acknowledged).
+    fn accept_write(
+        &mut self,
+        now: Nanos,
+        slot: usize,
+        block: u32,
+        blocks: u32,
+        version: u64,
+        sync: u32,
+    ) {
         for b in block..block + blocks {
             let st = self.state(b);
             st.newest = st.newest.max(version);
@@ -850,8 +951,14 @@ impl EwArray {
             block,
             blocks,
             version,
-            left: self.sync_copies,
+            left: sync,
             written: 0,
+            // A written-through chunk (every replica synchronous) defers nothing.
+            reserved: if sync == self.sync_copies {
+                self.propagation_need(blocks)
+            } else {
+                0
+            },
         };
         let gid = match self.free_groups.pop() {
             Some(i) => {
@@ -864,7 +971,7 @@ impl EwArray {
             }
         };
         let mut used = 0u64;
-        for _ in 0..self.sync_copies {
+        for _ in 0..sync {
             let m = self.choose_write_replica(now, block, blocks, used);
             used |= 1 << m;
             let d = self.disk_of(block, m);
@@ -1105,6 +1212,10 @@ impl EwArray {
                 self.drain_stalled(now);
             }
         }
+        // Propagations done or made obsolete free room for held writes.
+        if !self.held.is_empty() {
+            self.release_held(now);
+        }
         self.mark_for_dispatch(d);
     }
 
@@ -1204,6 +1315,7 @@ impl EwArray {
     /// A chunk's synchronous copies are durable: it is acknowledged; older propagations of
     /// its blocks are obsolete; the other replicas get delayed copies.
     fn chunk_acked(&mut self, now: Nanos, g: &Group) {
+        self.reserved_blocks -= g.reserved;
         let mut obsolete: Vec<usize> = Vec::new();
         for b in g.block..g.block + g.blocks {
             let st = self
@@ -1369,9 +1481,12 @@ impl EwArray {
         }
     }
 
-    /// Beyond the NVRAM table's limit the oldest propagations go to the foreground.
+    /// While held writes need room, the oldest propagations go to the foreground until the
+    /// ones left in the delayed queues, the admitted writes' and the held writes' would fit.
     fn enforce_nvram_limit(&mut self) {
-        while self.pending_blocks > self.nvram_entries + self.promoted_blocks {
+        while (self.pending_blocks - self.promoted_blocks) + self.reserved_blocks + self.held_blocks
+            > self.nvram_entries
+        {
             let Some(p) = self.prop_order.pop_front() else {
                 break;
             };
@@ -1538,6 +1653,26 @@ impl Engine for EwArray {
             t.0.min(f.access.end.0).saturating_sub(start)
         });
         Span(d.busy_ns + partial)
+    }
+
+    /// Delayed eager copies, DDM moves home and map log appends pending (queued or
+    /// running), and the blocks waiting in NVRAM for them. O(operations in flight).
+    fn backlog(&self) -> Backlog {
+        let sector_bytes = u64::from(self.drive.geometry().sector_bytes());
+        let mut b = Backlog {
+            nvram_entries: self.pending_blocks as u64,
+            ..Backlog::default()
+        };
+        for op in self.ops.iter().flatten() {
+            let bytes = match op.kind {
+                Kind::Propagate | Kind::Home => u64::from(op.blocks) * BLOCK_BYTES,
+                Kind::MapAppend(_) => u64::from(op.sectors) * sector_bytes,
+                Kind::Read | Kind::Write => continue,
+            };
+            b.ops += 1;
+            b.bytes += bytes;
+        }
+        b
     }
 
     fn counters(&self, disk: usize) -> DiskCounters {

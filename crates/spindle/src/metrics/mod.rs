@@ -1,35 +1,73 @@
-//! Measurement: latency histograms per class, the time breakdown, throughput and per-disk
-//! utilisation over a measurement window, and the [`Report`] they become.
+//! Measurement: latency histograms per class, the time breakdown, throughput, per-disk
+//! utilisation and the deferred-work backlog over a measurement window, and the [`Report`]
+//! they become.
 //!
-//! The window excludes warm-up and cool-down by issue order (the dissertation measures the
-//! middle 7,000 of 10,000 requests): requests issued with index in `warmup..total-cooldown`
-//! are measured. The window in time runs from the first measured request's arrival to the
-//! first cool-down request's arrival (or the last completion when there is no cool-down);
-//! throughput and utilisation are taken over that interval.
+//! **Measured requests** are chosen by issue order (the dissertation measures the middle
+//! 7,000 of 10,000 requests): indices `warmup..total − cooldown`.
+//!
+//! **The window** is a time interval: from the first measured request's arrival to the last
+//! measured request's completion. Everything a report says about time is taken inside it:
+//! a disk's busy time is clipped to it (utilisation ≤ 100 % by construction, whatever work
+//! was deferred past it), throughput is the requests answered inside it per second of it
+//! (the measured ones, and any warm-up or cool-down request answered inside), and the backlog
+//! of deferred work (delayed copies, eager propagations, map log appends, …) is read at both
+//! edges. Work that outlives the window is not counted: it shows as backlog, and a backlog
+//! that grew over the window makes the configuration unsustainable at that load.
+//!
+//! **Timed arrivals** (open loop, traces): a request's latency runs from its own arrival
+//! (the trace's time), so time waiting in the host for a free slot (`max_outstanding`) is
+//! latency, reported as `host_wait` in the breakdown. The offered rate is measured from the
+//! measured requests' arrivals, the achieved rate is the throughput, and the run is
+//! saturated when it falls behind (see [`Collector::finish`]).
 
 mod report;
 
-pub use report::{BreakdownMs, DiskReport, LatencyStats, Report};
+pub use report::{BacklogReport, BreakdownMs, DiskReport, HostQueueReport, LatencyStats, Report};
 
-use crate::array::{Completion, DiskCounters};
+use crate::array::{Backlog, Completion, DiskCounters};
 use crate::{Nanos, Op, Span};
 use hdrhistogram::Histogram;
 
-/// Collects per-request measurements during a run.
+/// Achieved below offered by more than this fraction: saturated (issue 15's criterion; an
+/// unsaturated run of n requests loses only its last request's latency over its span).
+pub const SATURATION_SHORTFALL: f64 = 0.02;
+
+/// A window edge: when, every disk's cumulative busy time, the backlog.
+#[derive(Clone, Debug)]
+pub struct Edge {
+    pub at: Nanos,
+    pub busy: Vec<Span>,
+    pub backlog: Backlog,
+}
+
+/// Collects per-request measurements during a run. Call order, per event at time t:
+/// [`Collector::reach`] before the array handles it, then [`Collector::on_complete`] for
+/// each completion it yields; [`Collector::set_total`] once the request count is known.
 pub struct Collector {
     warmup: u64,
-    /// First index of the cool-down, if known.
-    cooldown_from: Option<u64>,
+    cooldown: u64,
+    /// Measured requests, once the run's request count is known.
+    measured_total: Option<u64>,
+    timed: bool,
     all: Histogram<u64>,
     read: Histogram<u64>,
     write: Histogram<u64>,
-    sums: [u128; 6],
+    /// host wait, queue, overhead, seek, rotation, transfer, switches (ns, summed).
+    sums: [u128; 7],
     sectors: u128,
     measured: u64,
-    window_start: Option<(Nanos, Vec<Span>)>,
-    window_end: Option<(Nanos, Vec<Span>)>,
-    completions_in_window: u64,
-    last_done: Nanos,
+    /// Completions of any request (warm-up and cool-down too) inside the window.
+    answered_in_window: u64,
+    /// The first measured request's arrival, known before the window opens.
+    opens_at: Option<Nanos>,
+    start: Option<Edge>,
+    end: Option<Edge>,
+    first_arrival: Option<Nanos>,
+    last_arrival: Option<Nanos>,
+    host_queue_start: u64,
+    host_queue_end: u64,
+    /// ∫ host queue length dt over the window (ns · requests).
+    host_queue_area: u128,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -38,85 +76,173 @@ fn histogram() -> Histogram<u64> {
 }
 
 impl Collector {
-    pub fn new(warmup: u64, total: Option<u64>, cooldown: u64) -> Collector {
-        Collector {
+    /// `total`: the run's request count when known; `timed`: arrivals come at their own
+    /// times (open loop, trace), so offered rate and saturation are measured.
+    pub fn new(warmup: u64, total: Option<u64>, cooldown: u64, timed: bool) -> Collector {
+        let mut c = Collector {
             warmup,
-            cooldown_from: total.map(|t| t.saturating_sub(cooldown)),
+            cooldown,
+            measured_total: None,
+            timed,
             all: histogram(),
             read: histogram(),
             write: histogram(),
-            sums: [0; 6],
+            sums: [0; 7],
             sectors: 0,
             measured: 0,
-            window_start: None,
-            window_end: None,
-            completions_in_window: 0,
-            last_done: Nanos::ZERO,
+            answered_in_window: 0,
+            opens_at: None,
+            start: None,
+            end: None,
+            first_arrival: None,
+            last_arrival: None,
+            host_queue_start: 0,
+            host_queue_end: 0,
+            host_queue_area: 0,
+        };
+        if let Some(t) = total {
+            c.set_total(t);
         }
+        c
     }
 
-    /// Call when host request `index` is issued at `now`, with a snapshot function of
-    /// cumulative busy time per disk (called only at the two window edges).
-    pub fn on_issue(&mut self, index: u64, now: Nanos, busy: impl FnOnce() -> Vec<Span>) {
-        if index == self.warmup && self.window_start.is_none() {
-            self.window_start = Some((now, busy()));
-        } else if Some(index) == self.cooldown_from
-            && self.window_end.is_none()
-            && self.window_start.is_some()
-        {
-            self.window_end = Some((now, busy()));
-        }
+    /// The run issues `total` requests in all (call once known; again is harmless).
+    pub fn set_total(&mut self, total: u64) {
+        self.measured_total = Some(
+            total
+                .saturating_sub(self.cooldown)
+                .saturating_sub(self.warmup),
+        );
     }
 
     pub fn is_measured(&self, index: u64) -> bool {
-        index >= self.warmup && self.cooldown_from.is_none_or(|c| index < c)
+        index >= self.warmup && self.measured_total.is_none_or(|m| index - self.warmup < m)
     }
 
-    pub fn on_complete(&mut self, c: &Completion) {
-        self.last_done = self.last_done.max(c.done);
-        if let Some((start, _)) = &self.window_start {
-            let before_end = self
-                .window_end
-                .as_ref()
-                .is_none_or(|(end, _)| c.done <= *end);
-            if c.done >= *start && before_end {
-                self.completions_in_window += 1;
+    /// Request `index` arrives (at the host) at `at`; call in issue order.
+    pub fn on_arrival(&mut self, index: u64, at: Nanos) {
+        if index == self.warmup {
+            self.opens_at = Some(at);
+        }
+    }
+
+    /// The driver is about to handle an event at `t`: opens the window if its start is due,
+    /// with `edge(at)` read before any event later than `at` is handled.
+    pub fn reach(&mut self, t: Nanos, edge: impl FnOnce(Nanos) -> Edge) {
+        if self.start.is_none() {
+            if let Some(at) = self.opens_at.filter(|&at| at <= t) {
+                if self.measured_total != Some(0) {
+                    let e = edge(at);
+                    assert_eq!(e.at, at, "the window opens at the first measured arrival");
+                    self.start = Some(e);
+                }
             }
+        }
+    }
+
+    /// Records completion `c` of a request that arrived at the host at `arrived` (`c.arrival`
+    /// is when it was issued to the array: later if it waited for a free slot). If it is the
+    /// last measured one, the window closes at `c.done` with `edge(c.done)`.
+    pub fn on_complete(
+        &mut self,
+        c: &Completion,
+        arrived: Nanos,
+        edge: impl FnOnce(Nanos) -> Edge,
+    ) {
+        let issued = c.arrival;
+        assert!(arrived <= issued, "a request is issued after it arrives");
+        self.count_host_wait(arrived, issued);
+        if self.start.is_some() && self.end.is_none() && !self.is_measured(c.id) {
+            self.answered_in_window += 1;
         }
         if !self.is_measured(c.id) {
             return;
         }
-        let ns = c.latency().0.max(1);
+        assert!(
+            self.start.is_some(),
+            "a measured request completes inside the window"
+        );
+        let latency = c.done.since(arrived);
+        let ns = latency.0.max(1);
         self.all.saturating_record(ns);
         match c.op {
             Op::Read => self.read.saturating_record(ns),
             Op::Write => self.write.saturating_record(ns),
         }
         let b = c.breakdown;
+        let host_wait = issued.since(arrived);
         for (s, v) in self.sums.iter_mut().zip([
-            b.queue, b.overhead, b.seek, b.rotation, b.transfer, b.switches,
+            host_wait, b.queue, b.overhead, b.seek, b.rotation, b.transfer, b.switches,
         ]) {
             *s += u128::from(v.0);
         }
         self.sectors += u128::from(c.sectors);
+        self.first_arrival = Some(self.first_arrival.map_or(arrived, |f| f.min(arrived)));
+        self.last_arrival = Some(self.last_arrival.map_or(arrived, |l| l.max(arrived)));
         self.measured += 1;
+        self.answered_in_window += 1;
+        if Some(self.measured) == self.measured_total {
+            let e = edge(c.done);
+            assert_eq!(
+                e.at, c.done,
+                "the window closes at the last measured completion"
+            );
+            self.end = Some(e);
+        }
     }
 
-    /// Closes the window (if the cool-down never began, at the last completion) and builds
-    /// the report. `busy` gives cumulative busy time per disk at the end of the run.
+    /// Host-queue bookkeeping for a request that waited in the host over `[arrived, issued)`.
+    fn count_host_wait(&mut self, arrived: Nanos, issued: Nanos) {
+        let Some(s) = self.start.as_ref().map(|e| e.at) else {
+            return; // it left the host before the window opened
+        };
+        let e = self.end.as_ref().map(|e| e.at);
+        if arrived <= s && issued > s {
+            self.host_queue_start += 1;
+        }
+        if let Some(e) = e {
+            if arrived <= e && issued > e {
+                self.host_queue_end += 1;
+            }
+        }
+        let from = arrived.max(s);
+        let to = e.map_or(issued, |e| issued.min(e));
+        if to > from {
+            self.host_queue_area += u128::from(to.since(from).0);
+        }
+    }
+
+    /// Closes the measurement (a window that never closed — no measured request — is
+    /// empty) and builds the report. `drained_s`: how long deferred work ran after the last
+    /// host completion, when the run drained it.
     pub fn finish(
-        mut self,
-        end_busy: Vec<Span>,
+        self,
         counters: Vec<DiskCounters>,
         sector_bytes: u32,
         total_issued: u64,
+        drained_s: Option<f64>,
     ) -> Report {
-        let (start, start_busy) = self
-            .window_start
-            .take()
-            .unwrap_or((Nanos::ZERO, vec![Span::ZERO; end_busy.len()]));
-        let (end, end_busy) = self.window_end.take().unwrap_or((self.last_done, end_busy));
-        let window = end.saturating_since(start);
+        let n_disks = counters.len();
+        let empty = |at| Edge {
+            at,
+            busy: vec![Span::ZERO; n_disks],
+            backlog: Backlog::default(),
+        };
+        let (start, end) = match (self.start, self.end) {
+            (Some(s), Some(e)) => (s, e),
+            (Some(s), None) => {
+                let e = empty(s.at);
+                (
+                    Edge {
+                        busy: e.busy.clone(),
+                        ..s
+                    },
+                    e,
+                )
+            }
+            _ => (empty(Nanos::ZERO), empty(Nanos::ZERO)),
+        };
+        let window = end.at.saturating_since(start.at);
         let secs = window.0 as f64 / 1e9;
         let n = self.measured.max(1) as f64;
         let mean_ms = |sum: u128| sum as f64 / n / 1e6;
@@ -124,7 +250,12 @@ impl Collector {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let busy = end_busy[i].0.saturating_sub(start_busy[i].0);
+                let busy = end.busy[i].0.saturating_sub(start.busy[i].0);
+                assert!(
+                    busy <= window.0,
+                    "disk {i} busy {busy} ns in a window of {} ns",
+                    window.0
+                );
                 DiskReport {
                     disk: i,
                     utilization: if window.0 == 0 {
@@ -145,32 +276,71 @@ impl Collector {
                 }
             })
             .collect();
+        // Every request answered inside the window counts, measured or not: counting only
+        // the measured ones would charge the window for the tail in which the last measured
+        // stragglers finish among cool-down requests.
+        let throughput_iops = if secs > 0.0 {
+            self.answered_in_window as f64 / secs
+        } else {
+            0.0
+        };
+        let backlog = BacklogReport::new(start.backlog, end.backlog, self.measured, n_disks);
+        let (offered_iops, achieved_iops, host_queue) = if self.timed {
+            let offered = match (self.first_arrival, self.last_arrival) {
+                (Some(f), Some(l)) if l > f && self.measured >= 2 => {
+                    Some((self.measured - 1) as f64 / (l.since(f).0 as f64 / 1e9))
+                }
+                _ => None,
+            };
+            let mean = if window.0 == 0 {
+                0.0
+            } else {
+                self.host_queue_area as f64 / window.0 as f64
+            };
+            let q = HostQueueReport {
+                start: self.host_queue_start,
+                end: self.host_queue_end,
+                mean,
+            };
+            (offered, Some(throughput_iops), Some(q))
+        } else {
+            (None, None, None)
+        };
+        let behind = matches!((offered_iops, achieved_iops),
+            (Some(o), Some(a)) if a < o * (1.0 - SATURATION_SHORTFALL));
+        let queue_grew = host_queue
+            .as_ref()
+            .is_some_and(|q| q.end.saturating_sub(q.start) as f64 > q.mean && q.end > q.start);
         Report {
             requests: self.measured,
             requests_issued: total_issued,
-            window_ms: window.as_ms_f64(),
-            throughput_iops: if secs > 0.0 {
-                self.completions_in_window as f64 / secs
-            } else {
-                0.0
-            },
+            window_s: secs,
+            throughput_iops,
             throughput_mb_s: if secs > 0.0 {
                 (self.sectors as f64 * f64::from(sector_bytes)) / 1e6 / secs
             } else {
                 0.0
             },
+            offered_iops,
+            achieved_iops,
+            saturated: behind || queue_grew,
+            sustainable: !backlog.grew,
+            backlog,
+            host_queue,
+            drain_s: drained_s,
             latency: report::Latencies {
                 all: LatencyStats::from_histogram(&self.all),
                 read: LatencyStats::from_histogram(&self.read),
                 write: LatencyStats::from_histogram(&self.write),
             },
             breakdown_ms: BreakdownMs {
-                queue: mean_ms(self.sums[0]),
-                overhead: mean_ms(self.sums[1]),
-                seek: mean_ms(self.sums[2]),
-                rotation: mean_ms(self.sums[3]),
-                transfer: mean_ms(self.sums[4]),
-                switches: mean_ms(self.sums[5]),
+                host_wait: mean_ms(self.sums[0]),
+                queue: mean_ms(self.sums[1]),
+                overhead: mean_ms(self.sums[2]),
+                seek: mean_ms(self.sums[3]),
+                rotation: mean_ms(self.sums[4]),
+                transfer: mean_ms(self.sums[5]),
+                switches: mean_ms(self.sums[6]),
             },
             disks,
             ..Report::default()

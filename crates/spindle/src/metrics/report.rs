@@ -1,6 +1,7 @@
 //! The report of one run: a serde struct, printed as a table for people and as JSON/CSV for
 //! programs. Field meanings are documented in `docs/report.md`.
 
+use crate::array::Backlog;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -45,6 +46,8 @@ pub struct Latencies {
 /// Mean time per measured request spent in each phase (ms); they add up to the mean latency.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct BreakdownMs {
+    /// Waiting in the host for a free slot (`max_outstanding`) before the array saw it.
+    pub host_wait: f64,
     pub queue: f64,
     pub overhead: f64,
     pub seek: f64,
@@ -72,6 +75,65 @@ pub struct DiskReport {
     pub map_logging_ms: f64,
 }
 
+/// Deferred work pending at the window's end, and how much it changed over the window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct BacklogReport {
+    pub ops: u64,
+    pub bytes: u64,
+    pub nvram_entries: u64,
+    /// End minus start of the window (negative: the backlog shrank).
+    pub growth: BacklogGrowth,
+    /// The growth is beyond noise: see [`BacklogReport::new`].
+    #[serde(skip)]
+    pub grew: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct BacklogGrowth {
+    pub ops: i64,
+    pub bytes: i64,
+    pub nvram_entries: i64,
+}
+
+/// Share of the measured requests by which the backlog of deferred operations may grow over
+/// the window before the configuration is called unsustainable: a steady state's backlog
+/// wanders by a few operations per disk (one in flight, a few queued), a transient one
+/// (an NVRAM table still filling) by a sizeable share of the requests written.
+pub const BACKLOG_GROWTH_SHARE: f64 = 0.01;
+/// Deferred operations per disk the backlog may grow by as noise, whatever the run length.
+pub const BACKLOG_GROWTH_PER_DISK: u64 = 2;
+
+impl BacklogReport {
+    pub fn new(start: Backlog, end: Backlog, measured: u64, disks: usize) -> BacklogReport {
+        let d = |a: u64, b: u64| {
+            i64::try_from(b).unwrap_or(i64::MAX) - i64::try_from(a).unwrap_or(i64::MAX)
+        };
+        let growth = BacklogGrowth {
+            ops: d(start.ops, end.ops),
+            bytes: d(start.bytes, end.bytes),
+            nvram_entries: d(start.nvram_entries, end.nvram_entries),
+        };
+        let noise = (BACKLOG_GROWTH_SHARE * measured as f64)
+            .max((BACKLOG_GROWTH_PER_DISK * disks as u64) as f64);
+        BacklogReport {
+            ops: end.ops,
+            bytes: end.bytes,
+            nvram_entries: end.nvram_entries,
+            grew: growth.ops as f64 > noise,
+            growth,
+        }
+    }
+}
+
+/// Requests waiting in the host (arrived, not yet issued to the array for want of a free
+/// slot) at the window's edges and on average over it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HostQueueReport {
+    pub start: u64,
+    pub end: u64,
+    pub mean: f64,
+}
+
 /// The report of one run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Report {
@@ -85,9 +147,26 @@ pub struct Report {
     /// Measured requests (issued inside the window).
     pub requests: u64,
     pub requests_issued: u64,
-    pub window_ms: f64,
+    /// The measurement window: first measured arrival to last measured completion.
+    pub window_s: f64,
+    /// Requests answered inside the window per second of it.
     pub throughput_iops: f64,
     pub throughput_mb_s: f64,
+    /// Timed arrivals (open loop, trace): the rate the measured requests arrived at; null
+    /// for closed loops.
+    pub offered_iops: Option<f64>,
+    /// Timed arrivals: the rate the array answered them at (the throughput); null for closed
+    /// loops.
+    pub achieved_iops: Option<f64>,
+    /// The array fell behind its arrivals (always false for closed loops).
+    pub saturated: bool,
+    /// The backlog of deferred work did not grow over the window.
+    pub sustainable: bool,
+    pub backlog: BacklogReport,
+    /// Timed arrivals: the host queue (requests not yet admitted to the array).
+    pub host_queue: Option<HostQueueReport>,
+    /// With `run.drain`: seconds of deferred work after the last host completion.
+    pub drain_s: Option<f64>,
     pub latency: Latencies,
     pub breakdown_ms: BreakdownMs,
     pub disks: Vec<DiskReport>,
@@ -128,16 +207,16 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "{:<22} {:<18} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} | {:>6} {:>6} {:>6} {:>6} {:>6}",
+            "{:<22} {:<18} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} | {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}",
             "configuration", "layout", "sched", "IOPS", "mean ms", "p50", "p95", "p99", "max", "util",
-            "queue", "ovh", "seek", "rot", "xfer"
+            "host", "queue", "ovh", "seek", "rot", "xfer"
         );
         for r in self.rows() {
             let l = &r.latency.all;
             let b = &r.breakdown_ms;
             let _ = writeln!(
                 s,
-                "{:<22} {:<18} {:>7} {:>9.1} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>5.1}% | {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3}",
+                "{:<22} {:<18} {:>7} {:>9.1} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>5.1}% | {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3}{}",
                 truncate(&r.label, 22),
                 truncate(r.layout.split(' ').take(2).collect::<Vec<_>>().join(" ").as_str(), 18),
                 r.scheduler,
@@ -148,19 +227,70 @@ impl Report {
                 l.p99_ms,
                 l.max_ms,
                 100.0 * r.mean_utilization(),
+                b.host_wait,
                 b.queue,
                 b.overhead,
                 b.seek,
                 b.rotation,
                 b.transfer + b.switches,
+                r.flags(),
             );
         }
         let _ = writeln!(
             s,
-            "(latency in ms over {} measured requests per row; breakdown = mean ms per request)",
+            "(latency in ms over {} measured requests per row; breakdown = mean ms per request; \
+             host = waiting for a host slot)",
             first.requests
         );
+        if self.rows().any(|r| r.saturated || !r.sustainable) {
+            let _ = writeln!(
+                s,
+                "(SATURATED: the array fell behind its arrivals; BACKLOG GROWS: deferred work \
+                 grew over the window, not sustainable at this load — docs/report.md)"
+            );
+        }
         s
+    }
+
+    /// The row's warnings, with a leading space (empty when there are none).
+    pub fn flags(&self) -> String {
+        let mut f = String::new();
+        if self.saturated {
+            f.push_str(" SATURATED");
+        }
+        if !self.sustainable {
+            f.push_str(" BACKLOG GROWS");
+        }
+        f
+    }
+
+    /// One line per row that is saturated or unsustainable, for stderr.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        for r in self.rows() {
+            if r.saturated {
+                let rate = match (r.offered_iops, r.achieved_iops) {
+                    (Some(o), Some(a)) => format!(": offered {o:.1} IOPS, achieved {a:.1}"),
+                    _ => String::new(),
+                };
+                let q = r.host_queue.as_ref().map_or(String::new(), |q| {
+                    format!(", host queue {} -> {} requests", q.start, q.end)
+                });
+                w.push(format!(
+                    "warning: {}: saturated{rate}{q}; latencies grow with the run's length",
+                    r.label
+                ));
+            }
+            if !r.sustainable {
+                let g = &r.backlog.growth;
+                w.push(format!(
+                    "warning: {}: deferred work grew by {} operations ({} bytes, {} NVRAM \
+                     entries) over the {:.3} s window: not sustainable at this load",
+                    r.label, g.ops, g.bytes, g.nvram_entries, r.window_s
+                ));
+            }
+        }
+        w
     }
 
     /// CSV: a header and one line per configuration.
@@ -168,13 +298,15 @@ impl Report {
         let mut s = String::from(
             "label,drive,disks,layout,scheduler,workload,seed,requests,throughput_iops,throughput_mb_s,\
              mean_ms,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,read_mean_ms,write_mean_ms,\
-             queue_ms,overhead_ms,seek_ms,rotation_ms,transfer_ms,switches_ms,mean_utilization\n",
+             queue_ms,overhead_ms,seek_ms,rotation_ms,transfer_ms,switches_ms,mean_utilization,\
+             window_s,offered_iops,achieved_iops,saturated,sustainable,backlog_ops,backlog_bytes,\
+             backlog_nvram_entries,host_wait_ms\n",
         );
         for r in self.rows() {
             let (l, b) = (&r.latency.all, &r.breakdown_ms);
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{:.3},{:.3},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6}",
+                "{},{},{},{},{},{},{},{},{:.3},{:.3},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{},{},{},{},{},{},{},{:.6}",
                 csv_field(&r.label),
                 csv_field(&r.drive),
                 r.disks_count,
@@ -199,11 +331,25 @@ impl Report {
                 b.rotation,
                 b.transfer,
                 b.switches,
-                r.mean_utilization()
+                r.mean_utilization(),
+                r.window_s,
+                opt3(r.offered_iops),
+                opt3(r.achieved_iops),
+                r.saturated,
+                r.sustainable,
+                r.backlog.ops,
+                r.backlog.bytes,
+                r.backlog.nvram_entries,
+                b.host_wait,
             );
         }
         s
     }
+}
+
+/// An optional number for CSV: three decimals, or empty.
+fn opt3(v: Option<f64>) -> String {
+    v.map_or(String::new(), |v| format!("{v:.3}"))
 }
 
 fn truncate(s: &str, n: usize) -> String {

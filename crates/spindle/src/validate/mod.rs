@@ -166,10 +166,7 @@ where
     sim::run_observed(
         array,
         Workload::Replay { requests, count },
-        Window {
-            warmup: 0,
-            cooldown: 0,
-        },
+        Window::default(),
         progress,
         &mut |c| {
             let r = pending
@@ -273,10 +270,7 @@ mod tests {
                 requests: Box::new(reqs.into_iter()),
                 count: Some(4),
             },
-            Window {
-                warmup: 0,
-                cooldown: 0,
-            },
+            Window::default(),
             &mut |_, _| {},
             &mut |c| done.push(*c),
         )
