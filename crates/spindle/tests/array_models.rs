@@ -157,10 +157,12 @@ fn rlook_model_iops(ds: u32, dr: u32, q_total: u32) -> f64 {
     d * (1.0 - (1.0 - 1.0 / d).powi(q_total as i32)) / t1 * 1000.0
 }
 
-const RLOOK_SHAPES: [(u32, u32); 10] = [
+/// Fig. 4.6's configurations: 6, 8 and 12 disks, Dr = 1 up to the drive's limit of 6.
+const RLOOK_SHAPES: [(u32, u32); 11] = [
     (6, 1),
     (3, 2),
     (2, 3),
+    (1, 6),
     (8, 1),
     (4, 2),
     (2, 4),
@@ -170,7 +172,9 @@ const RLOOK_SHAPES: [(u32, u32); 10] = [
     (3, 4),
 ];
 
-fn rlook_errors(q: u32) -> Vec<(u32, u32, f64, f64)> {
+/// Simulated RLOOK read throughput of every shape at `q` outstanding requests:
+/// (Ds, Dr, IOPS).
+fn rlook_measured(q: u32) -> Vec<(u32, u32, f64)> {
     RLOOK_SHAPES
         .iter()
         .map(|&(ds, dr)| {
@@ -186,39 +190,258 @@ fn rlook_errors(q: u32) -> Vec<(u32, u32, f64, f64)> {
                 ],
             )
             .throughput_iops;
-            (ds, dr, got, rlook_model_iops(ds, dr, q))
+            (ds, dr, got)
         })
         .collect()
 }
 
 /// Fig. 4.6(a): RLOOK read throughput of 6-, 8- and 12-disk SR-Arrays at Q = 8 within 10 %
-/// of eqs. 2.44–2.45 (the issue's bound; the dissertation's own worst case, 12 disks at
-/// Q = 8, was within 10 %). Measured: 0.6–8.8 % below the model.
+/// of eqs. 2.44–2.45 (the owner's bound; the dissertation's own worst case, 12 disks at
+/// Q = 8, was within 10 %). Measured: 1.5–9.9 % below the model (docs/arrays.md); 6x1 is
+/// the closest to the bound.
 #[test]
 fn rlook_throughput_at_q8_follows_eqs_2_44_2_45() {
-    for (ds, dr, got, model) in rlook_errors(8) {
+    for (ds, dr, got) in rlook_measured(8) {
+        let model = rlook_model_iops(ds, dr, 8);
+        eprintln!(
+            "Q = 8 {ds}x{dr}: {got:.1} IOPS, eq. 2.45 {model:.1} ({:+.1} %)",
+            (got / model - 1.0) * 100.0
+        );
         assert!(
             (got / model - 1.0).abs() < 0.10,
-            "{ds}x{dr}: {got:.0} IOPS vs model {model:.0}"
+            "{ds}x{dr}: {got:.1} IOPS vs eq. 2.45 {model:.1}"
         );
     }
 }
 
-/// Fig. 4.6(b), Q = 32. Not met: the simulator is 9–15 % below the model (e.g. 6x1: 927 vs
-/// 1019 IOPS; 4x3: 2331 vs 2717). The shortfall is idle disks, not the per-disk RLOOK
-/// model: eq. 2.45 takes a disk to be idle with probability (1 − 1/D)^Q (requests placed
-/// independently), 0.3 % for 6 disks and Q = 32, but in a closed loop requests pile up on
-/// the busiest disks (for exponential service the idle probability would be
-/// (D − 1)/(Q + D − 1) = 13.5 %); the simulated disks are idle 7 % of the time and serve
-/// 165 IOPS each while busy, 3 % below eq. 2.42's 170. A closed network with eq. 2.42's
-/// service law alone (`examples/sr_array/closed_network.py`) shows the same utilisation.
+/// The model of `examples/sr_array/closed_network.py`, ported operation for operation so
+/// that it gives the same numbers: eq. 2.42's per-disk service law (with the disk's current
+/// queue length q) plus the request's 4 KiB media transfer, in a closed network where each
+/// completion sends a new request to a uniformly random disk.
+mod closed_network {
+    use super::{R, S, TO};
+
+    /// spindle's ST39133LWV zones, outer first: (cylinders, sectors per track).
+    pub const ZONES: [(u32, u32); 10] = [
+        (978, 364),
+        (978, 350),
+        (977, 337),
+        (977, 323),
+        (977, 310),
+        (977, 296),
+        (977, 283),
+        (977, 269),
+        (977, 256),
+        (977, 242),
+    ];
+    pub const SURFACES: u32 = 6;
+    /// Sectors of a 4 KiB request.
+    const BLOCK: f64 = 8.0;
+    const COMPLETIONS: u32 = 200_000;
+
+    struct SplitMix64(u64);
+
+    impl SplitMix64 {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        /// Uniform in 0..n.
+        fn below(&mut self, n: usize) -> usize {
+            let wide = u128::from(self.next()) * n as u128;
+            usize::try_from(wide >> 64).expect("below n")
+        }
+
+        /// Uniform in [0, 1), 53 bits.
+        fn unit(&mut self) -> f64 {
+            (self.next() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        }
+    }
+
+    fn capacity_sectors() -> u64 {
+        ZONES
+            .iter()
+            .map(|&(c, spt)| u64::from(c * SURFACES * spt))
+            .sum()
+    }
+
+    /// Media transfer (ms) of a 4 KiB request at fraction `u` of the band (outer 1/Ds).
+    fn transfer_ms(u: f64, ds: u32) -> f64 {
+        let mut pos = u * capacity_sectors() as f64 / f64::from(ds);
+        for &(cylinders, spt) in &ZONES {
+            let n = f64::from(cylinders * SURFACES * spt);
+            if pos < n {
+                return BLOCK * R / f64::from(spt);
+            }
+            pos -= n;
+        }
+        BLOCK * R / f64::from(ZONES[ZONES.len() - 1].1)
+    }
+
+    /// The network's state: the generator, each disk's queue length (with the request in
+    /// service) and the completion time of the request it serves (None when idle).
+    struct Network {
+        ds: u32,
+        dr: u32,
+        rnd: SplitMix64,
+        queued: Vec<u32>,
+        done: Vec<Option<f64>>,
+    }
+
+    impl Network {
+        /// Disk `d` starts its next request at `now` (the script's start()).
+        fn start(&mut self, d: usize, now: f64) {
+            assert!(self.queued[d] > 0 && self.done[d].is_none());
+            let q = f64::from(self.queued[d]);
+            let seek = S / ((1.5 * q + 1.0 + 0.5 / q) * f64::from(self.ds));
+            let rotation = self.rnd.unit() * (R / f64::from(self.dr));
+            let xfer = transfer_ms(self.rnd.unit(), self.ds);
+            self.done[d] = Some(now + (seek + rotation + TO + xfer));
+        }
+
+        /// The earliest completion, the lowest disk on a tie (the script's min()).
+        fn next_completion(&self) -> (usize, f64) {
+            let mut next: Option<(usize, f64)> = None;
+            for (e, t) in self.done.iter().enumerate() {
+                if let Some(t) = *t {
+                    if next.is_none_or(|(_, best)| t < best) {
+                        next = Some((e, t));
+                    }
+                }
+            }
+            next.expect("a closed network always has a busy disk")
+        }
+    }
+
+    /// (mean disk utilisation, IOPS) of the network for a `ds` x `dr` array and `q_total`
+    /// requests, seed 1 (the script's simulate()).
+    pub fn simulate(ds: u32, dr: u32, q_total: u32) -> (f64, f64) {
+        let disks = usize::try_from(ds * dr).expect("disks fit usize");
+        assert!(disks > 0 && q_total > 0);
+        let mut net = Network {
+            ds,
+            dr,
+            rnd: SplitMix64(1),
+            queued: vec![0; disks],
+            done: vec![None; disks],
+        };
+        for _ in 0..q_total {
+            let d = net.rnd.below(disks);
+            net.queued[d] += 1;
+        }
+        for d in 0..disks {
+            if net.queued[d] > 0 {
+                net.start(d, 0.0);
+            }
+        }
+        let (mut idle, mut last) = (0.0, 0.0);
+        for _ in 0..COMPLETIONS {
+            let (d, now) = net.next_completion();
+            let idle_disks = net.done.iter().filter(|t| t.is_none()).count();
+            idle += f64::from(u32::try_from(idle_disks).expect("few disks")) * (now - last);
+            last = now;
+            net.done[d] = None;
+            net.queued[d] -= 1;
+            let nd = net.rnd.below(disks);
+            net.queued[nd] += 1;
+            if nd != d && net.done[nd].is_none() {
+                net.start(nd, now);
+            }
+            if net.queued[d] > 0 {
+                net.start(d, now);
+            }
+        }
+        let disks_f = f64::from(ds * dr);
+        (
+            1.0 - idle / (disks_f * last),
+            f64::from(COMPLETIONS) / last * 1000.0,
+        )
+    }
+
+    /// The zone table above is the simulated drive's.
+    pub fn zones_match_the_drive() {
+        let drive = spindle::drive::builtin_drive("st39133lwv").expect("built-in drive");
+        let g = drive.geometry();
+        assert_eq!(g.surfaces(), SURFACES);
+        assert_eq!(g.zone_count(), ZONES.len());
+        for (i, &(cylinders, spt)) in ZONES.iter().enumerate() {
+            let (first, last, got_spt) = g.zone_bounds(i);
+            assert_eq!((last - first + 1, got_spt), (cylinders, spt), "zone {i}");
+        }
+        assert_eq!(g.capacity_sectors(), capacity_sectors());
+    }
+}
+
+/// The port gives the script's numbers (`python3 examples/sr_array/closed_network.py`
+/// prints 0.929 and 918.4 IOPS for 6x1, 0.864 and 2424.2 for 3x4, at Q = 32; 0.744 and
+/// 746.6 for 1x6 at Q = 8), on the simulated drive's zones. Bound: the script's rounding.
 #[test]
-#[ignore = "RLOOK at Q = 32 is 9–15 % below eqs. 2.44–2.45: eq. 2.45 underestimates idle disks in a closed loop (see the doc comment)"]
-fn rlook_throughput_at_q32_follows_eqs_2_44_2_45() {
-    for (ds, dr, got, model) in rlook_errors(32) {
+fn closed_network_port_gives_the_scripts_numbers() {
+    closed_network::zones_match_the_drive();
+    for (ds, dr, q, util_py, iops_py) in [
+        (6, 1, 32, 0.929, 918.4),
+        (3, 4, 32, 0.864, 2424.2),
+        (1, 6, 8, 0.744, 746.6),
+    ] {
+        let (util, iops) = closed_network::simulate(ds, dr, q);
         assert!(
-            (got / model - 1.0).abs() < 0.10,
-            "{ds}x{dr}: {got:.0} IOPS vs model {model:.0}"
+            (util - util_py).abs() <= 0.0005 && (iops - iops_py).abs() <= 0.05,
+            "{ds}x{dr} Q = {q}: port {util:.4} / {iops:.2} IOPS, script {util_py} / {iops_py}"
         );
+    }
+}
+
+/// Fig. 4.6(b), Q = 32, against the owner's restated criteria (the dissertation's "most
+/// points within 3 %" of eq. 2.45, §4.1.2, is not reproduced; docs/arrays.md says why):
+///
+/// - within 5 % of `closed_network.py` (eq. 2.42's service law + the 4 KiB transfer in a
+///   closed loop): what the simulator adds to that model is real disk mechanics (zoned
+///   band, LOOK's actual sweep, track switches, pieces split at track groups); measured
+///   −2.1 … +0.7 %;
+/// - at most 16 % below eq. 2.45: its idle term (1 − 1/D)^Q puts 0.3–6 % of the disks idle
+///   where a closed loop leaves 2–17 % idle, and it leaves out the 0.13–0.16 ms transfer
+///   (2.2–3.6 % of eq. 2.45's throughput); measured 9.5–13.8 % below;
+/// - eq. 2.45's order of the configurations with the same D kept, except near-ties (model
+///   values within 0.5 %: 2x3 and 1x6).
+#[test]
+fn rlook_throughput_at_q32_follows_the_closed_network() {
+    let measured = rlook_measured(32);
+    for &(ds, dr, got) in &measured {
+        let (_, net) = closed_network::simulate(ds, dr, 32);
+        let model = rlook_model_iops(ds, dr, 32);
+        eprintln!(
+            "Q = 32 {ds}x{dr}: {got:.1} IOPS, closed network {net:.1} ({:+.1} %), \
+             eq. 2.45 {model:.1} ({:+.1} %)",
+            (got / net - 1.0) * 100.0,
+            (got / model - 1.0) * 100.0
+        );
+        assert!(
+            (got / net - 1.0).abs() < 0.05,
+            "{ds}x{dr}: {got:.1} IOPS vs closed network {net:.1}"
+        );
+        assert!(
+            got / model - 1.0 > -0.16,
+            "{ds}x{dr}: {got:.1} IOPS vs eq. 2.45 {model:.1}: more than 16 % below"
+        );
+    }
+    for &(ds_a, dr_a, got_a) in &measured {
+        for &(ds_b, dr_b, got_b) in &measured {
+            let (model_a, model_b) = (
+                rlook_model_iops(ds_a, dr_a, 32),
+                rlook_model_iops(ds_b, dr_b, 32),
+            );
+            if ds_a * dr_a != ds_b * dr_b || model_a <= model_b * 1.005 {
+                continue;
+            }
+            assert!(
+                got_a > got_b,
+                "eq. 2.45 ranks {ds_a}x{dr_a} ({model_a:.1}) above {ds_b}x{dr_b} \
+                 ({model_b:.1}); simulated {got_a:.1} vs {got_b:.1} IOPS"
+            );
+        }
     }
 }
