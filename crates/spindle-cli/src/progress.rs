@@ -25,3 +25,23 @@ pub fn bar(total: Option<u64>, quiet: bool, what: &str) -> ProgressBar {
     pb.set_message(what.to_string());
     pb
 }
+
+/// The closing speed line of `run` and `sweep` on stderr (unless `quiet`): how many requests
+/// were simulated, in how long, and how many per second.
+pub fn report_speed(quiet: bool, requests: u64, elapsed: std::time::Duration, threads: usize) {
+    if quiet {
+        return;
+    }
+    let secs = elapsed.as_secs_f64();
+    let rate = if secs > 0.0 {
+        requests as f64 / secs
+    } else {
+        0.0
+    };
+    let on = if threads > 1 {
+        format!(" on {threads} threads")
+    } else {
+        String::new()
+    };
+    eprintln!("simulated {requests} requests in {secs:.3} s{on}: {rate:.0} requests/s");
+}

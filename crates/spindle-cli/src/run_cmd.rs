@@ -61,6 +61,7 @@ pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<()> {
     let open_trace = replay::opener(base.as_deref());
     let open_validate = crate::validate_cmd::opener(base.as_deref());
     let bar = progress::bar(Some(0), quiet, "simulating");
+    let started = std::time::Instant::now();
     let report = exp.run_with(
         &read_file,
         &open_trace,
@@ -74,6 +75,8 @@ pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<()> {
         },
     )?;
     bar.finish_and_clear();
+    let simulated = report.rows().map(|r| r.requests_issued).sum();
+    progress::report_speed(quiet, simulated, started.elapsed(), 1);
     for w in report.warnings() {
         eprintln!("{w}");
     }

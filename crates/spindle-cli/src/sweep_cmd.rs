@@ -63,6 +63,7 @@ pub fn run(args: SweepArgs, quiet: bool) -> anyhow::Result<()> {
     }
 
     let bar = progress::bar(Some(n as u64), quiet, "sweeping");
+    let started = std::time::Instant::now();
     let results: Vec<Result<Report, ConfigError>> = pool.install(|| {
         (0..n)
             .into_par_iter()
@@ -83,6 +84,17 @@ pub fn run(args: SweepArgs, quiet: bool) -> anyhow::Result<()> {
     });
     bar.finish_and_clear();
     let reports = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let simulated = reports
+        .iter()
+        .flat_map(Report::rows)
+        .map(|r| r.requests_issued)
+        .sum();
+    progress::report_speed(
+        quiet,
+        simulated,
+        started.elapsed(),
+        pool.current_num_threads(),
+    );
 
     let out = if args.json {
         to_json_lines(&sweep, &reports)

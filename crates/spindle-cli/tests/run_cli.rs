@@ -589,3 +589,18 @@ fn a_growing_backlog_is_unsustainable_and_drain_reports_its_length() {
     assert_eq!(s["sustainable"], true, "{s}");
     assert!(s["backlog"]["nvram_entries"].as_u64().unwrap() <= 50, "{s}");
 }
+
+#[test]
+fn run_says_how_fast_it_simulated_unless_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = experiment(dir.path(), SMALL);
+    let o = spindle(&["run", &exp]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("simulated 3000 requests in ") && err.contains(" requests/s"),
+        "{err}"
+    );
+    let o = spindle(&["run", &exp, "--quiet"]);
+    assert!(!stderr(&o).contains("simulated"), "{}", stderr(&o));
+}
