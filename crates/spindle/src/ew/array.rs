@@ -21,10 +21,10 @@
 //! most `nvram_entries` blocks wait for propagation (the paper's 10,000-block buffer),
 //! counting those forced to the foreground and those admitted writes will queue: a write
 //! that would overfill the buffer waits, unacknowledged, while the oldest propagations
-//! move to the foreground, so deferred work never outgrows the buffer. A newer write of a block makes
-//! its older pending propagation obsolete: cancelled if nothing else rides on it, its stale
-//! block released otherwise. A block's previous locations are freed once the map points
-//! elsewhere (a location a queued read still needs is freed after the read).
+//! move to the foreground, so deferred work never outgrows the buffer. A newer write of a
+//! block makes its older pending propagation obsolete: cancelled if nothing else rides on
+//! it, its stale block released otherwise. A block's previous locations are freed once the
+//! map points elsewhere (a location a queued read still needs is freed after the read).
 //!
 //! **Reads** go to the idle disk whose head is closest to a copy holding the last
 //! acknowledged data, else duplicates enter every such disk's queue and the others are
