@@ -4,6 +4,7 @@
 //! on stdout exits quietly.
 
 mod bench;
+mod differential_cmd;
 mod drives_cmd;
 mod progress;
 mod replay;

@@ -30,8 +30,8 @@ use std::sync::Arc;
 #[derive(Args)]
 pub struct ValidateArgs {
     /// A drive directory (`<drive>.trace`, `<drive>.parv`); with --all, a folder of them.
-    #[arg(value_name = "DIR")]
-    dir: PathBuf,
+    #[arg(value_name = "DIR", required_unless_present = "against_disksim")]
+    dir: Option<PathBuf>,
     /// Validate every subdirectory of DIR that holds a `.trace` file.
     #[arg(long)]
     all: bool,
@@ -49,6 +49,33 @@ pub struct ValidateArgs {
     /// `<drive>.requests.csv` in the --out folder.
     #[arg(long, requires = "out")]
     requests: bool,
+    /// Differential test instead: random drive models and request streams run through
+    /// spindle and the DiskSim oracle built in this folder
+    /// (`scripts/build_disksim_oracle.sh ORACLE`), compared request by request.
+    #[arg(long, value_name = "ORACLE", conflicts_with_all = ["dir", "all", "drive", "out", "requests"])]
+    against_disksim: Option<PathBuf>,
+    /// With --against-disksim: how many random drive models.
+    #[arg(long, default_value_t = 300, requires = "against_disksim")]
+    models: u64,
+    /// With --against-disksim: requests per model.
+    #[arg(long, default_value_t = 2000, requires = "against_disksim")]
+    model_requests: usize,
+    /// With --against-disksim: the first model's seed (models use seed, seed + 1, ...).
+    #[arg(long, default_value_t = 1, requires = "against_disksim")]
+    seed: u64,
+    /// With --against-disksim: `full` draws every parameter the importer accepts;
+    /// `mechanics` only the layout, mechanics and interface (buffer off, overheads zero).
+    #[arg(long, value_enum, default_value_t = ProfileArg::Full, requires = "against_disksim")]
+    profile: ProfileArg,
+    /// With --against-disksim: keep every model's files (parv, seek, trace) in this folder.
+    #[arg(long, value_name = "DIR", requires = "against_disksim")]
+    keep: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ProfileArg {
+    Full,
+    Mechanics,
 }
 
 /// One drive's result, as printed with `--json`.
@@ -351,10 +378,28 @@ fn table(done: &[Done]) -> String {
 }
 
 pub fn run(args: ValidateArgs, quiet: bool) -> anyhow::Result<()> {
+    if let Some(oracle) = args.against_disksim {
+        return crate::differential_cmd::run(
+            crate::differential_cmd::DifferentialArgs {
+                oracle,
+                models: args.models,
+                requests: args.model_requests,
+                seed: args.seed,
+                keep: args.keep,
+                json: args.json,
+                profile: match args.profile {
+                    ProfileArg::Full => spindle::validate::differential::Profile::Full,
+                    ProfileArg::Mechanics => spindle::validate::differential::Profile::Mechanics,
+                },
+            },
+            quiet,
+        );
+    }
+    let dir = args.dir.clone().expect("clap requires DIR without --against-disksim");
     let dirs = if args.all {
-        drive_dirs(&args.dir)?
+        drive_dirs(&dir)?
     } else {
-        vec![args.dir.clone()]
+        vec![dir]
     };
     let bar = progress::bar(Some(dirs.len() as u64), quiet, "validating");
     let mut done = Vec::with_capacity(dirs.len());

@@ -486,7 +486,9 @@ impl Controller {
             );
             let passed = a.rotation.0 * spt / drive.period().0;
             let on_track = u64::from(drive.locate(x.lba).chs.sector);
-            seg_start = x.lba - passed.min(on_track);
+            // A track's physical sector index can exceed its first LBA (a first-block
+            // offset, slips): never before LBA 0.
+            seg_start = x.lba.saturating_sub(passed.min(on_track));
         }
         self.segments[seg] = Segment {
             start: seg_start,

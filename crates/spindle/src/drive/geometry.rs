@@ -428,6 +428,13 @@ impl Geometry {
         )
     }
 
+    /// A DiskSim layout's exact start angle of a physical sector (`dm_pbn_skew`), in 2^-32
+    /// revolutions; `None` for spindle's own layouts (whose angles are whole sectors).
+    #[inline]
+    pub fn g1_angle_ticks(&self, chs: Chs) -> Option<u32> {
+        self.g1.as_ref().map(|g1| g1.angle(chs))
+    }
+
     /// The angle at which a physical sector starts, in 2^-32 revolutions after the index
     /// mark: DiskSim's `dm_pbn_skew` for a DiskSim layout (exact), and
     /// `floor(index · 2^32 / sectors_per_track)` of [`Geometry::angle_index`] otherwise.

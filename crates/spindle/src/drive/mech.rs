@@ -290,11 +290,17 @@ impl Drive {
     #[inline]
     pub fn locate(&self, lba: u64) -> Target {
         let chs = self.geometry.lba_to_chs(lba);
-        let (idx, spt) = self.geometry.angle_index(chs);
-        Target {
-            chs,
-            angle_ns: self.period_ns * u64::from(idx) / u64::from(spt),
-        }
+        let angle_ns = match self.geometry.g1_angle_ticks(chs) {
+            // A DiskSim layout: the sector's exact start angle (`dm_pbn_skew`), which skews
+            // in revolutions put between sector boundaries; DiskSim's rotational latency
+            // waits for that angle (`dm_latency_g1`).
+            Some(ticks) => ((u128::from(self.period_ns) * u128::from(ticks)) >> 32) as u64,
+            None => {
+                let (idx, spt) = self.geometry.angle_index(chs);
+                self.period_ns * u64::from(idx) / u64::from(spt)
+            }
+        };
+        Target { chs, angle_ns }
     }
 
     /// Arm movement from `from` to `to`: the seek curve (at least a head switch when heads

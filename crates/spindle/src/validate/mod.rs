@@ -19,6 +19,7 @@
 //! Pure: the caller opens files and hands over records; nothing here reads a clock.
 
 pub mod demerit;
+pub mod differential;
 pub mod plot;
 pub mod trace;
 
