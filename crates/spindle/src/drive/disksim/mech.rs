@@ -131,15 +131,11 @@ impl Importer<'_> {
                             "[{}, {}, {}, {}, {}, {}]",
                             v.boundary, v.a_ms, v.b_ms, v.c_ms, v.e_ms, v.single_ms
                         ),
-                        "(Seek type = hpl)",
+                        "(Seek type = hpl, as DiskSim 4.0 computes it: only the linear part acts, see hpl_table)",
                     );
-                    SeekSpec::TwoPiece {
-                        a_ms: v.a_ms,
-                        b_ms: v.b_ms,
-                        c_ms: v.c_ms,
-                        e_ms: v.e_ms,
-                        boundary: v.boundary,
-                        single_cylinder_ms: single,
+                    SeekSpec::Table {
+                        points: hpl_table(&v, single, spec.cylinders),
+                        write_points: None,
                     }
                 } else {
                     let _ = r.get("Single cylinder seek time");
@@ -243,6 +239,26 @@ fn hpl_values(r: &Reader<'_>, l: &[Value]) -> Result<Hpl, DiskSimError> {
 /// DiskSim's `dm_time_dtoi`: milliseconds to integer picoseconds (truncated).
 fn ps(ms: f64) -> u64 {
     (ms * 1e9) as u64
+}
+
+/// `hpl` at every distance, exactly as DiskSim 4.0 computes it in picoseconds
+/// (`dm_mech_g1_seek_hpl`): the single-cylinder time at distance 1 when value 6 is not -1,
+/// else `v5 · d + v4`. The square-root part never acts: DiskSim 4.0 tests the distance
+/// against `hpseek[0]`, which the loader never sets (it stores the boundary in `hpseek_v1`,
+/// which only `hplplus10` reads), so the boundary is 0. Found by the differential test
+/// (docs/validation.md); no validation drive uses `hpl`, so following DiskSim costs no
+/// measured fidelity.
+pub(super) fn hpl_table(v: &Hpl, single_ms: Option<f64>, cylinders: u32) -> Vec<(u32, f64)> {
+    let (c, e) = (ps(v.c_ms), ps(v.e_ms));
+    (1..cylinders.max(2))
+        .map(|d| {
+            let t = match single_ms {
+                Some(s) if d == 1 => ps(s),
+                _ => (e as f64 * f64::from(d) + c as f64) as u64,
+            };
+            (d, t as f64 / 1e9)
+        })
+        .collect()
 }
 
 /// `hplplus10` at every distance, exactly as DiskSim computes it in picoseconds.

@@ -425,14 +425,15 @@ fn import_texts(parv: &str, diskspecs: &str, model: &str) -> Result<DriveSpec, D
 fn minimal_system_imports() {
     let spec = import_texts(PARV, DISKSPECS, MODEL).unwrap();
     assert_eq!(spec.cache.as_ref().unwrap().bus_sector_ms, 0.07);
-    assert!(matches!(
-        spec.seek,
-        SeekSpec::TwoPiece {
-            boundary: 5,
-            single_cylinder_ms: None,
-            ..
-        }
-    ));
+    // DiskSim 4.0's hpl: only the linear part, 3.0 + 0.01·d ms, at every distance (the
+    // boundary 5 never acts; value 6 is -1, so distance 1 follows the line too).
+    let SeekSpec::Table { points, .. } = &spec.seek else {
+        panic!("hpl imports as DiskSim's table: {:?}", spec.seek)
+    };
+    assert_eq!(points.len(), 19);
+    assert!((points[0].1 - 3.01).abs() < 1e-9, "{:?}", points[0]);
+    assert!((points[3].1 - 3.04).abs() < 1e-9, "{:?}", points[3]);
+    assert!((points[18].1 - 3.19).abs() < 1e-9, "{:?}", points[18]);
     let g = Geometry::new(&spec).unwrap();
     // Zone 0: 10·2·10 − 4 spares; zone 1: 9·2·8 − 8 front.
     assert_eq!(g.capacity_sectors(), 196 + 136);
