@@ -632,6 +632,13 @@ impl Controller {
         }
         // Data comes over the interface first (after the extra disconnect, if any).
         let mut bus_start = t + ns(c.data_preparation_ms);
+        // A write that arrives while the mechanism destages earlier write data it does not
+        // append to cannot be taken: the drive disconnects and takes it, reselecting, once
+        // the destage is done (DiskSim `disk_write_arrive`: data is accepted at once only
+        // when there is no effective media access or it is a stoppable append).
+        if !c.never_disconnect && !appends && self.mech_free > now {
+            bus_start = bus_start.max(self.mech_free + ns(c.first_reselect_ms) + ns(c.data_preparation_ms));
+        }
         if let Some(e) = extra {
             bus_start +=
                 ns(e.disconnect_ms) + ns(e.inter_disconnect_delay_ms) + ns(c.first_reselect_ms);
