@@ -468,7 +468,15 @@ impl Controller {
             (c.high_water_mark * f64::from(c.segment_sectors)).ceil() as u64
         };
         let k0 = mark.clamp(1, n);
-        let bus_start = times[k0 as usize - 1].1 + reselect;
+        // A drive that never disconnects holds the bus from the command on: each sector
+        // crosses as soon as it is buffered, with no water mark and no reselection (DiskSim
+        // `disk_read_arrive`: READY_TO_TRANSFER after the command overhead and the data
+        // preparation; `disk_reconnection_or_transfer_complete` holds the bus).
+        let bus_start = if c.never_disconnect {
+            now + overhead + ns(c.data_preparation_ms)
+        } else {
+            times[k0 as usize - 1].1 + reselect
+        };
         let end = self.interface(p, bus_start, times.iter().map(|t| t.1));
         let done = end + ns(c.read_completion_ms);
         let seg = self.take_segment(p, Op::Read, (x.lba, x.lba + n), reading);
