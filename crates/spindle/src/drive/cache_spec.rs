@@ -37,8 +37,9 @@ pub struct CacheSpec {
     pub read_ahead_on_idle_hit: bool,
     #[serde(default)]
     pub read_any_free_blocks: bool,
-    /// DiskSim "Fast write level": 0 write-through; 1 completion once in the buffer for
-    /// sequential writes; 2 completion once in the buffer for all writes.
+    /// DiskSim "Fast write level": 0 write-through; 1 and 2 completion once in the buffer
+    /// (DiskSim 4.0's manual limits level 1 to sequential writes, but its code completes
+    /// every write from the buffer at level 1 and only ranks appends in the disk's queue).
     #[serde(default)]
     pub fast_write_level: u32,
     #[serde(default)]

@@ -18,8 +18,8 @@
 //!   or the next track, by `continuous_read`) until the next request needs the mechanism.
 //!   With `read_any_free_blocks`, sectors of the target track that pass under the head
 //!   during the rotational wait are kept too.
-//! - **Write**, fast-write (`fast_write_level` 2, or 1 when appending to the dirty
-//!   segment): hit overhead, interface transfer, completion; the media write happens in the
+//! - **Write**, fast-write (`fast_write_level` 1 or 2; DiskSim 4.0 completes both from
+//!   the buffer): hit overhead, interface transfer, completion; the media write happens in the
 //!   background. Otherwise write-through: miss overhead, the interface transfer overlaps the
 //!   positioning, and completion follows the media write.
 //!
@@ -561,7 +561,9 @@ impl Controller {
         let geo = drive.geometry();
         let spt = u64::from(geo.sectors_per_track(chs.cylinder));
         let to_track_end = spt - u64::from(chs.sector).min(spt);
-        let seg_len = self.segments[seg].end - self.segments[seg].start;
+        // A hit on data the read-ahead is still bringing in can leave the start past the
+        // recorded end (the rest is counted by the read-ahead): no data yet, not negative.
+        let seg_len = self.segments[seg].end.saturating_sub(self.segments[seg].start);
         let limit = match c.continuous_read {
             1 => to_track_end,
             2 => {
@@ -615,8 +617,11 @@ impl Controller {
         let c = &p.spec;
         let n = u64::from(x.sectors);
         let appends = self.segments.iter().any(|s| s.dirty && s.end == x.lba);
-        let fast = c.enable_caching > 0
-            && (c.fast_write_level == 2 || (c.fast_write_level == 1 && appends));
+        // DiskSim 4.0 completes every write from the buffer at level 1 as at level 2
+        // (`disk_reconnection_or_transfer_complete` tests only NO_FASTWRITE); "limited"
+        // only ranks appending writes in the disk's own queue, which a drive serving one
+        // request at a time does not have.
+        let fast = c.enable_caching > 0 && c.fast_write_level >= 1;
         let after_read = self.after_read();
         let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
         // The extra write disconnect is suffered by a write that follows a write without

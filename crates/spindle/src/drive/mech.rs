@@ -234,7 +234,7 @@ impl Drive {
         match (&self.cache, op) {
             (None, _) => Span::ZERO,
             (Some(c), Op::Read) => Span::from_ms_f64(c.read_miss_after_read_ms),
-            (Some(c), Op::Write) if c.fast_write_level == 2 => {
+            (Some(c), Op::Write) if c.fast_write_level >= 1 => {
                 Span::from_ms_f64(c.write_hit_after_read_ms)
             }
             (Some(c), Op::Write) => Span::from_ms_f64(c.write_miss_after_read_ms),
