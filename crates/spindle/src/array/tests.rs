@@ -168,6 +168,7 @@ fn buffered_drives_keep_the_invariants_under_random_configurations() {
                 seek_delta_ms: 0.0,
             }),
             minimum_seek_ms: ms(&mut rng, 1.0),
+            per_request_ms: ms(&mut rng, 0.3),
         });
         let drive = Arc::new(Drive::from_spec(&spec).unwrap());
         let policy = Policy::ALL[case % Policy::ALL.len()];

@@ -111,6 +111,11 @@ pub struct CacheSpec {
     /// Lower bound on any seek (ms), DiskSim "Minimum seek delay".
     #[serde(default)]
     pub minimum_seek_ms: f64,
+    /// DiskSim "Per-request overhead time" (ms): processing that delays each request's
+    /// arrival at the controller (`disk_event_arrive`), before any command overhead; not a
+    /// cost of each media access.
+    #[serde(default)]
+    pub per_request_ms: f64,
 }
 
 /// DiskSim's "Extradisc" parameters (ms).

@@ -173,14 +173,18 @@ impl Controller {
             return Service { access, hit: false };
         };
         self.clock += 1;
-        let svc = match x.op {
+        // The per-request processing delays the request's arrival at the controller.
+        let per_request = ns(p.spec.per_request_ms);
+        let arrive = now + per_request;
+        let mut svc = match x.op {
             Op::Read => {
-                let svc = self.read(drive, &p, now, x, rng);
+                let svc = self.read(drive, &p, arrive, x, rng);
                 self.last_read_track = Some(track_of(drive, x.lba + u64::from(x.sectors) - 1));
                 svc
             }
-            Op::Write => self.write(drive, &p, now, x, rng),
+            Op::Write => self.write(drive, &p, arrive, x, rng),
         };
+        svc.access.overhead += per_request;
         self.last_op = x.op;
         svc
     }

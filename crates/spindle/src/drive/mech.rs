@@ -175,6 +175,7 @@ fn validate_cache(c: CacheSpec) -> Result<CacheSpec, DriveError> {
         ("write_disconnect_ms", c.write_disconnect_ms),
         ("bus_sector_ms", c.bus_sector_ms),
         ("minimum_seek_ms", c.minimum_seek_ms),
+        ("per_request_ms", c.per_request_ms),
     ];
     for (k, v) in times {
         if !(v.is_finite() && (0.0..=10_000.0).contains(&v)) {

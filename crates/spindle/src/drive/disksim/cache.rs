@@ -329,6 +329,7 @@ impl Importer<'_> {
             never_disconnect,
             extra_write_disconnect,
             minimum_seek_ms,
+            per_request_ms: 0.0,
         })
     }
 }

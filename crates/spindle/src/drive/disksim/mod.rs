@@ -604,28 +604,30 @@ impl<'a> Importer<'a> {
         );
         let per_request = r.nonneg("Per-request overhead time")?;
         self.cite(
-            "overhead_read_ms",
+            "cache.per_request_ms",
             b,
             "Per-request overhead time",
             per_request,
-            "(DiskSim's per-request overhead; the command overheads are in [cache])",
+            "(delays each request's arrival at the controller, disk_event_arrive; the command overheads are in [cache] too)",
         );
-        self.cite(
-            "overhead_write_ms",
-            b,
-            "Per-request overhead time",
-            per_request,
-            "(DiskSim's per-request overhead; the command overheads are in [cache])",
+        self.prov.insert(
+            "overhead_read_ms".into(),
+            format!("DISKSIM:{}: 0; DiskSim's per-request overhead is cache.per_request_ms (an arrival delay, not a cost of each media access)", file_name(&b.file)),
+        );
+        self.prov.insert(
+            "overhead_write_ms".into(),
+            format!("DISKSIM:{}: 0; see cache.per_request_ms", file_name(&b.file)),
         );
         let mut cache = self.cache(&mut r, rd)?;
+        cache.per_request_ms = per_request;
         if rd != wr {
             cache.bus_sector_write_ms = Some(wr);
         }
         let model = r.block("Model")?;
         r.finish()?;
         let mut spec = self.model(model)?;
-        spec.overhead_read_ms = per_request;
-        spec.overhead_write_ms = per_request;
+        spec.overhead_read_ms = 0.0;
+        spec.overhead_write_ms = 0.0;
         spec.cache = Some(cache);
         spec.name = format!("{} (DiskSim 4.0 model)", b.name);
         let stem = file_name(self.path).trim_end_matches(".parv");
