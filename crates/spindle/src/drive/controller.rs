@@ -321,6 +321,41 @@ impl Controller {
         t
     }
 
+    /// A read miss's sectors over an interface that lets go of the bus when it has sent
+    /// everything buffered (DiskSim `disk_reconnection_or_transfer_complete`: each transfer
+    /// moves what is buffered; with nothing left it holds the bus only with "Hold bus entire
+    /// read xfer" or "Never disconnect", else it disconnects and `disk_request_needs_bus`
+    /// reconnects once `mark` more sectors, or all the rest, are buffered, paying the
+    /// reselection and data preparation again). `ready[k]` is when sector k is buffered
+    /// (non-decreasing); the bus is first connected at `connected`. Returns when the last
+    /// sector has gone.
+    fn read_interface(
+        &self,
+        p: &Params,
+        connected: Nanos,
+        ready: &[(Nanos, Nanos)],
+        mark: u64,
+        reselect: Span,
+    ) -> Nanos {
+        let c = &p.spec;
+        let hold = c.hold_bus_read || c.never_disconnect;
+        let n = ready.len();
+        let (mut t, mut sent) = (connected, 0usize);
+        while sent < n {
+            let buffered = ready.partition_point(|r| r.1 <= t);
+            if buffered > sent {
+                t += p.bus_sector * (buffered - sent) as u64;
+                sent = buffered;
+            } else if hold {
+                t = ready[sent].1;
+            } else {
+                let need = (sent as u64 + mark.max(1)).min(n as u64) as usize;
+                t = ready[need - 1].1.max(t) + reselect;
+            }
+        }
+        t
+    }
+
     fn read<R: Rng>(
         &mut self,
         drive: &Drive,
@@ -481,7 +516,7 @@ impl Controller {
         } else {
             times[k0 as usize - 1].1 + reselect
         };
-        let end = self.interface(p, bus_start, times.iter().map(|t| t.1));
+        let end = self.read_interface(p, bus_start, &times, k0, reselect);
         let done = end + ns(c.read_completion_ms);
         let seg = self.take_segment(p, Op::Read, (x.lba, x.lba + n), reading);
         let mut seg_start = x.lba;
