@@ -514,7 +514,14 @@ impl Controller {
         let bus_start = if c.never_disconnect {
             now + overhead + ns(c.data_preparation_ms)
         } else {
-            times[k0 as usize - 1].1 + reselect
+            // The drive first disconnects, after the command overhead and the read
+            // disconnect overhead (DiskSim `disk_read_arrive`); it cannot reselect before.
+            let disconnect = if self.after_read() {
+                ns(c.read_disconnect_after_read_ms)
+            } else {
+                ns(c.read_disconnect_after_write_ms)
+            };
+            times[k0 as usize - 1].1.max(now + overhead + disconnect) + reselect
         };
         let end = self.read_interface(p, bus_start, &times, k0, reselect);
         let done = end + ns(c.read_completion_ms);
