@@ -610,34 +610,38 @@ impl Controller {
         // A hit on data the read-ahead is still bringing in can leave the start past the
         // recorded end (the rest is counted by the read-ahead): no data yet, not negative.
         let seg_len = self.segments[seg].end.saturating_sub(self.segments[seg].start);
-        let limit = match c.continuous_read {
-            1 => to_track_end,
-            2 => {
-                to_track_end
-                    + spt * u64::from(geo.surfaces() - 1 - chs.head.min(geo.surfaces() - 1))
-            }
-            // Mode 3: DiskSim `disk_buffer_get_max_readahead` — the maximum read-ahead past
-            // the request when one is set (the segment is circular: the read-ahead pushes
-            // the oldest data, the request's own included, out of it); otherwise to fill
-            // the segment.
-            3 if c.max_read_ahead_sectors > 0 => u64::from(c.max_read_ahead_sectors),
-            3 => u64::from(c.segment_sectors).saturating_sub(if c.read_ahead_over_requested {
-                seg_len
-            } else {
-                0
-            }),
-            // Mode 4: one track ahead of a detected sequential stream (this read began on
-            // the track after the previous read's last track); else to the end of the track.
+        // How far past the request the read-ahead may go (DiskSim
+        // `disk_buffer_get_max_readahead`): the maximum read-ahead when one is set; else a
+        // whole segment past the request with "Read-ahead over requested", or the rest of
+        // the segment after the request's own data (at least the minimum read-ahead)
+        // without it. The segment is circular, so this is not capped by its size.
+        let seg_size = u64::from(c.segment_sectors);
+        let goal = if c.max_read_ahead_sectors > 0 {
+            u64::from(c.max_read_ahead_sectors)
+        } else if c.read_ahead_over_requested {
+            seg_size
+        } else if seg_len >= seg_size
+            || seg_size - seg_len < u64::from(c.min_read_ahead_sectors)
+        {
+            u64::from(c.min_read_ahead_sectors)
+        } else {
+            seg_size - seg_len
+        };
+        let n = match c.continuous_read {
+            // Modes 1 and 2 stop where a background read would need a head switch or a seek
+            // (mode 1) or a seek (mode 2) (DiskSim `disk_initiate_seek`).
+            1 => to_track_end.min(goal),
+            2 => (to_track_end
+                + spt * u64::from(geo.surfaces() - 1 - chs.head.min(geo.surfaces() - 1)))
+            .min(goal),
+            3 => goal,
+            // Mode 4 (DiskSim's DEC scheme): to the end of the track after the request, and
+            // of the next one when this read continues a sequential stream (this read began
+            // on the track after the previous read's last track).
             _ if self.last_read_track.is_some_and(|t| t + 1 == first_track) => to_track_end + spt,
             _ => to_track_end,
         };
-        let mut n = if c.continuous_read == 3 {
-            limit
-        } else {
-            limit
-                .min(u64::from(c.max_read_ahead_sectors))
-                .min(u64::from(c.segment_sectors))
-        };
+        let mut n = n;
         n = n.min(drive.capacity_sectors() - from);
         if n == 0 {
             return;
