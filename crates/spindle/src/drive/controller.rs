@@ -189,6 +189,12 @@ impl Controller {
         svc
     }
 
+    fn read_hits_on_write_data(&self) -> bool {
+        self.params
+            .as_ref()
+            .is_some_and(|p| p.spec.read_hits_on_write_data)
+    }
+
     fn after_read(&self) -> bool {
         self.last_op == Op::Read
     }
@@ -209,7 +215,12 @@ impl Controller {
         self.segments
             .iter()
             .enumerate()
-            .position(|(i, s)| Some(i) != reading && lba >= s.start && lba < s.end)
+            .position(|(i, s)| {
+                Some(i) != reading
+                    && lba >= s.start
+                    && lba < s.end
+                    && (!s.dirty || self.read_hits_on_write_data())
+            })
             .map(|i| (i, Nanos::ZERO))
     }
 
@@ -480,7 +491,11 @@ impl Controller {
         let start = t.max(self.mech_free);
         if start > t {
             // Destaging write-back data first.
+            let keep = c.read_hits_on_write_data;
             for s in &mut self.segments {
+                if s.dirty && !keep {
+                    s.end = s.start;
+                }
                 s.dirty = false;
             }
         }
@@ -666,7 +681,10 @@ impl Controller {
     ) -> Service {
         let c = &p.spec;
         let n = u64::from(x.sectors);
-        let appends = self.segments.iter().any(|s| s.dirty && s.end == x.lba);
+        // An append continues dirty data; DiskSim recognises appends only when it combines
+        // sequential writes (`disk_buffer_check_write_segments`).
+        let appends =
+            c.combine_seq_writes && self.segments.iter().any(|s| s.dirty && s.end == x.lba);
         // DiskSim 4.0 completes every write from the buffer at level 1 as at level 2
         // (`disk_reconnection_or_transfer_complete` tests only NO_FASTWRITE); "limited"
         // only ranks appending writes in the disk's own queue, which a drive serving one
@@ -791,7 +809,11 @@ impl Controller {
                 dirty: fast,
             };
         }
-        if !keep {
+        // Without read hits on write data, written data is not cached: a written-through
+        // segment is empty at once; a dirty one keeps its range (a later write may append
+        // to it, DiskSim BUFFER_APPEND) but serves no read hit, and is emptied when it is
+        // destaged (DiskSim `disk_release_hda`: clean only with read hits on write data).
+        if !keep && !fast {
             s.end = s.start;
         }
         // Write-through: the drive disconnects once the data is in, and reselects (the
