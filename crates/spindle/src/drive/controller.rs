@@ -105,9 +105,6 @@ pub struct Controller {
     /// Where the arm is once committed work ends.
     head: HeadState,
     last_op: Op,
-    /// Track (cylinder · surfaces + head) of the last sector of the previous read: the
-    /// sequential-stream detector of `continuous_read` mode 4.
-    last_read_track: Option<u64>,
     /// The sector after the previous write's last: a write starting there continues it.
     last_write_end: Option<u64>,
     clock: u64,
@@ -138,7 +135,6 @@ impl Controller {
             mech_free: Nanos::ZERO,
             head,
             last_op: Op::Read,
-            last_read_track: None,
             last_write_end: None,
             clock: 0,
         }
@@ -178,9 +174,7 @@ impl Controller {
         let arrive = now + per_request;
         let mut svc = match x.op {
             Op::Read => {
-                let svc = self.read(drive, &p, arrive, x, rng);
-                self.last_read_track = Some(track_of(drive, x.lba + u64::from(x.sectors) - 1));
-                svc
+                self.read(drive, &p, arrive, x, rng)
             }
             Op::Write => self.write(drive, &p, arrive, x, rng),
         };
@@ -479,8 +473,7 @@ impl Controller {
                 ..Access::default()
             };
             if goal.is_none() && self.read_ahead.is_none() && c.read_ahead_on_idle_hit {
-                let first_track = track_of(drive, x.lba);
-                self.start_read_ahead(drive, p, seg, x_end, self.mech_free.max(done), first_track);
+                self.start_read_ahead(drive, p, seg, x_end, self.mech_free.max(done));
             }
             return Service { access, hit: true };
         }
@@ -568,7 +561,7 @@ impl Controller {
         self.head.cylinder = a.end_cylinder;
         self.head.head = a.end_head;
         self.mech_free = media_end;
-        self.start_read_ahead(drive, p, seg, x.lba + n, media_end, track_of(drive, x.lba));
+        self.start_read_ahead(drive, p, seg, x.lba + n, media_end);
         let access = Access {
             overhead: overhead + ns(c.read_completion_ms),
             seek: a.seek + start.since(t),
@@ -612,7 +605,6 @@ impl Controller {
         seg: usize,
         from: u64,
         at: Nanos,
-        first_track: u64,
     ) {
         let c = &p.spec;
         if c.continuous_read == 0 || c.enable_caching == 0 || from >= drive.capacity_sectors() {
@@ -650,11 +642,19 @@ impl Controller {
                 + spt * u64::from(geo.surfaces() - 1 - chs.head.min(geo.surfaces() - 1)))
             .min(goal),
             3 => goal,
-            // Mode 4 (DiskSim's DEC scheme): to the end of the track after the request, and
-            // of the next one when this read continues a sequential stream (this read began
-            // on the track after the previous read's last track).
-            _ if self.last_read_track.is_some_and(|t| t + 1 == first_track) => to_track_end + spt,
-            _ => to_track_end,
+            // DiskSim `disk_buffer_get_max_readahead`, BUFFER_DEC_PREFETCH_SCHEME: to the
+            // end of the track holding the first sector after the request, and one track
+            // further when the segment holds data from before that track (a sequential
+            // stream).
+            _ => {
+                let lbns_to_end = u64::from(geo.run_on_track(from));
+                let seg_start = self.segments[seg].start.min(from);
+                if track_of(drive, seg_start) != track_of(drive, from) {
+                    lbns_to_end + spt
+                } else {
+                    lbns_to_end
+                }
+            }
         };
         let mut n = n;
         n = n.min(drive.capacity_sectors() - from);
