@@ -107,6 +107,9 @@ pub struct Controller {
     last_op: Op,
     /// The sector after the previous write's last: a write starting there continues it.
     last_write_end: Option<u64>,
+    /// When the media write of the last write-back data ends (a read-ahead being stopped
+    /// does not count: it is stoppable, a destage is not).
+    destage_end: Nanos,
     clock: u64,
 }
 
@@ -135,6 +138,7 @@ impl Controller {
             mech_free: Nanos::ZERO,
             head,
             last_op: Op::Read,
+            destage_end: Nanos::ZERO,
             last_write_end: None,
             clock: 0,
         }
@@ -717,8 +721,9 @@ impl Controller {
         // append to cannot be taken: the drive disconnects and takes it, reselecting, once
         // the destage is done (DiskSim `disk_write_arrive`: data is accepted at once only
         // when there is no effective media access or it is a stoppable append).
-        if !c.never_disconnect && !appends && self.mech_free > now {
-            bus_start = bus_start.max(self.mech_free + ns(c.first_reselect_ms) + ns(c.data_preparation_ms));
+        if !c.never_disconnect && !appends && self.destage_end > now {
+            bus_start = bus_start
+                .max(self.destage_end + ns(c.first_reselect_ms) + ns(c.data_preparation_ms));
         }
         if let Some(e) = extra {
             bus_start +=
@@ -796,6 +801,9 @@ impl Controller {
         self.head.cylinder = a.end_cylinder;
         self.head.head = a.end_head;
         self.mech_free = media_end;
+        if fast {
+            self.destage_end = media_end;
+        }
         self.last_write_end = Some(x.lba + n);
         let keep = c.read_hits_on_write_data;
         let s = &mut self.segments[seg];
