@@ -87,8 +87,8 @@ fn pct(a: &serde_json::Value) -> f64 {
 /// Layout, mechanics and interface (the buffer off): a regression guard at the measured
 /// level. Measured 2026-11-26 on seeds 1..=100 × 2,000 requests: 94.67 % of requests within
 /// 2 µs (reads 97.5 %, writes 90.4 %); this run (60 models × 1,000 requests, seeds 1..=60)
-/// is deterministic and gave 95.2 % (reads 97.7 %, writes 91.5 %; DiskSim aborted on 2); the bound is 94 %, a
-/// regression guard below that, not the issue's criterion (99 %, test below).
+/// is deterministic and gave 95.2 % (reads 97.7 %, writes 91.5 %; DiskSim aborted on 2).
+/// The bound, 94 %, is a regression guard below that, not the issue's criterion (99 %).
 #[test]
 fn mechanics_only_models_agree_with_disksim_request_by_request() {
     let Some(oracle) = oracle() else { return };
@@ -105,14 +105,124 @@ fn mechanics_only_models_agree_with_disksim_request_by_request() {
 }
 
 /// The issue's criterion: ≥ 99 % of requests within 2 µs over 300 models × 2,000 requests
-/// with every parameter drawn. Not met yet: 56.3 % on 2026-11-26 (224 models compared,
-/// DiskSim aborted on 76); worst regions: fast write level 1, read-ahead modes 2 and 4,
-/// per-request overhead (docs/validation.md).
+/// with every parameter drawn. Not met yet: 84.9 % on 2026-11-26 (224 models compared,
+/// DiskSim aborted on 76); worst regions: fast-write levels 1 and 2, read-ahead modes 4, 1
+/// and 2, read any free blocks (docs/validation.md).
 #[test]
-#[ignore = "issue 16 is open: 56 % of requests agree with every parameter drawn, 99 % needed (docs/validation.md)"]
+#[ignore = "issue 16 is open: 84.9 % of requests agree with every parameter drawn, 99 % needed (docs/validation.md)"]
 fn every_parameter_models_agree_with_disksim_request_by_request() {
     let Some(oracle) = oracle() else { return };
     let s = differential(oracle, "full", 300, 2000);
     let all = pct(&s["all"]);
     assert!(all >= 99.0, "{all:.2} % within 2 us; regions: {}", s["regions"]);
+}
+
+/// Every parameter drawn, as a regression guard at the measured level: seeds 1..=40 ×
+/// 1,000 requests gave 85.0 % within 2 µs on 2026-11-26 (33 models compared, DiskSim aborted on 7;
+/// deterministic); the bound 84 % is
+/// a guard below that, not the issue's criterion (above).
+#[test]
+fn every_parameter_models_do_not_regress() {
+    let Some(oracle) = oracle() else { return };
+    let s = differential(oracle, "full", 40, 1000);
+    let all = pct(&s["all"]);
+    eprintln!(
+        "full: {all:.2} % of requests within 2 us (reads {:.2} %, writes {:.2} %)",
+        pct(&s["reads"]),
+        pct(&s["writes"])
+    );
+    assert!(all >= 84.0, "{all:.2} % within 2 us; regions: {}", s["regions"]);
+}
+
+/// DiskSim's own Cheetah 9LP model, closed loop Q = 1 (each request issued when the previous
+/// completes), 5,000 random 4 KiB requests, 60 % reads, the same trace through both: the
+/// issue asks for the read and the write means each within 2 % of DiskSim's. Measured
+/// 2026-11-26: reads 12.825 vs 12.842 ms (−0.13 %), writes 4.582 vs 4.585 ms (−0.07 %);
+/// 4,988 of 5,000 requests within 2 µs.
+#[test]
+fn cheetah9lp_q1_read_and_write_means_match_disksim() {
+    let Some(oracle) = oracle() else { return };
+    let src = repo().join("../shared/validation/disksim/cheetah9LP");
+    let dir = std::env::temp_dir().join(format!("spindle-c9q1-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in [
+        "cheetah9LP.parv",
+        "cheetah9LP.diskspecs",
+        "cheetah9LP.model",
+        "cheetah9LP.seek",
+        "statdefs",
+    ] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    // A deterministic LCG: the test needs no random-number crate, only the same trace twice.
+    let mut x: u64 = 7;
+    let mut next = || {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x >> 11
+    };
+    let capacity = 17_783_240u64;
+    let mut trace = String::new();
+    for _ in 0..5000 {
+        let op = if next() % 10 < 6 { 'R' } else { 'W' };
+        let lbn = next() % (capacity / 8 - 1) * 8;
+        trace.push_str(&format!("{op} Hit {lbn} 8 1000.0 0.0\n"));
+    }
+    std::fs::write(dir.join("q1.trace"), &trace).unwrap();
+    let out = Command::new(oracle.join("bin/disksim"))
+        .current_dir(&dir)
+        .env("DISKSIM_REQLOG", "1")
+        .args(["cheetah9LP.parv", "q1.outv", "validate", "q1.trace", "0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "DiskSim failed");
+    let disksim: Vec<(bool, f64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("REQ "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[4] == "W", f[1].parse::<f64>().unwrap())
+        })
+        .collect();
+    // spindle's validate reads DIR/<name>.trace and DIR/<name>.parv: a folder of its own.
+    let sp = dir.join("spindle");
+    std::fs::create_dir_all(&sp).unwrap();
+    for f in [
+        "cheetah9LP.parv",
+        "cheetah9LP.diskspecs",
+        "cheetah9LP.model",
+        "cheetah9LP.seek",
+        "q1.trace",
+    ] {
+        std::fs::copy(dir.join(f), sp.join(f)).unwrap();
+    }
+    let st = Command::new(env!("CARGO_BIN_EXE_spindle"))
+        .args(["--quiet", "validate"])
+        .arg(&sp)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--requests")
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let csv = std::fs::read_to_string(dir.join("out/spindle.requests.csv")).unwrap();
+    let ours: Vec<(bool, f64)> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[1] == "W", f[6].parse::<f64>().unwrap())
+        })
+        .collect();
+    assert_eq!(ours.len(), disksim.len());
+    let mean = |v: &[(bool, f64)], w: bool| {
+        let xs: Vec<f64> = v.iter().filter(|r| r.0 == w).map(|r| r.1).collect();
+        xs.iter().sum::<f64>() / xs.len() as f64
+    };
+    for (w, what) in [(false, "read"), (true, "write")] {
+        let (a, b) = (mean(&ours, w), mean(&disksim, w));
+        let err = 100.0 * (a - b) / b;
+        eprintln!("cheetah9LP Q=1 {what}s: spindle {a:.3} ms, DiskSim {b:.3} ms ({err:+.2} %)");
+        assert!(err.abs() <= 2.0, "{what} mean {a:.3} vs DiskSim {b:.3} ms");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
