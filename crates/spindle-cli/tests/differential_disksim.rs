@@ -137,8 +137,8 @@ fn every_parameter_models_do_not_regress() {
 /// DiskSim's own Cheetah 9LP model, closed loop Q = 1 (each request issued when the previous
 /// completes), 5,000 random 4 KiB requests, 60 % reads, the same trace through both: the
 /// issue asks for the read and the write means each within 2 % of DiskSim's. Measured
-/// 2026-11-26: reads 12.825 vs 12.842 ms (−0.13 %), writes 4.582 vs 4.585 ms (−0.07 %);
-/// 4,988 of 5,000 requests within 2 µs.
+/// 2026-11-26 on this trace: reads 12.856 vs 12.866 ms (−0.08 %), writes 4.567 vs 4.570 ms
+/// (−0.07 %); before the fixes of issue 16 the split was 14.97 / 1.49 against 12.85 / 4.62.
 #[test]
 fn cheetah9lp_q1_read_and_write_means_match_disksim() {
     let Some(oracle) = oracle() else { return };
