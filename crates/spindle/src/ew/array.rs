@@ -407,8 +407,14 @@ impl EwArray {
         let mut seeder = Pcg64Mcg::seed_from_u64(cfg.seed);
         let period = drive.period().0;
         // Each column's band: Dd times its blocks, grown until the tracks hold that many.
-        let mut bands = Vec::with_capacity(n as usize);
-        for &blocks in &per_column {
+        let mut bands: Vec<FreeSpace> = Vec::with_capacity(n as usize);
+        for (c, &blocks) in per_column.iter().enumerate() {
+            // Columns of equal size have equal bands: cut once, share the cut.
+            if let Some(same) = per_column[..c].iter().position(|&b| b == blocks) {
+                let band = bands[same].clone();
+                bands.push(band);
+                continue;
+            }
             let want = ((f64::from(blocks) * s.dd).ceil() as u64).max(u64::from(blocks) + 1);
             let mut sectors = want * u64::from(block_sectors);
             let cap = drive.capacity_sectors();
@@ -461,22 +467,25 @@ impl EwArray {
                 map.region_sectors()
             ));
         }
+        // Every disk of a column starts with the same blocks in use: its column's slots.
+        for (band, slots) in bands.iter_mut().zip(&slots) {
+            band.allocate_sorted(slots);
+        }
         let mut disks = Vec::with_capacity(disks_total);
         for d in 0..disks_total {
             let c = d % n as usize;
-            let mut free = bands[c].clone();
+            let free = bands[c].clone();
             let blocks = per_column[c];
             let mut home = Vec::new();
             if s.ddm {
                 home = vec![0u64; (free.blocks() as usize).div_ceil(64)];
-            }
-            let replica = (d / n as usize) as u32;
-            for i in 0..blocks {
-                let slot = slots[c][i as usize];
-                free.allocate(slot, 1);
-                // Column index i is in stripe row i / unit, whose home alternates.
-                if s.ddm && (i / unit_blocks) % 2 == replica {
-                    home[slot as usize / 64] |= 1 << (slot % 64);
+                let replica = (d / n as usize) as u32;
+                for i in 0..blocks {
+                    let slot = slots[c][i as usize];
+                    // Column index i is in stripe row i / unit, whose home alternates.
+                    if (i / unit_blocks) % 2 == replica {
+                        home[slot as usize / 64] |= 1 << (slot % 64);
+                    }
                 }
             }
             let phase_ns = if cfg.random_phase {
