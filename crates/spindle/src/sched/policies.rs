@@ -2,7 +2,7 @@
 
 use super::{DiskRequest, Pending, Pick, SchedStats, Scheduler};
 use crate::drive::{Drive, HeadState};
-use crate::Nanos;
+use crate::{Nanos, Op};
 use std::collections::VecDeque;
 
 /// The methods every policy built on [`Pending`] (a field `q`) shares.
@@ -232,27 +232,198 @@ impl Scheduler for CLook {
 
 /// Shortest access time first: the smallest predicted overhead + seek + rotational wait,
 /// using the rotational position of the platter at `now`.
+///
+/// The choice is the argmin of `(positioning time, seq)` over the queue: a unique key, so
+/// the order the requests are looked at in does not matter. A delayed-write queue holds
+/// hundreds of requests, so the scan runs over a compact copy of what the prediction needs
+/// (cylinder, surface, angle, op and seq of every eligible copy of every request) and
+/// predicts without divisions: the platter angle after the overhead is computed once per
+/// op per pick, and each copy adds its seek. The prediction is exactly
+/// [`Drive::position_time`] (asserted in debug builds).
 #[derive(Debug)]
 pub struct Satf {
-    q: Pending,
+    age_bound: Option<crate::Span>,
+    stats: SchedStats,
+    /// The queue: a slab, `None` for a free slot.
+    slab: Vec<Option<DiskRequest>>,
+    /// Per slot: bumped when the slot's request leaves, so its copies go stale.
+    gens: Vec<u32>,
+    free: Vec<u32>,
+    len: usize,
+    /// The slot of each queued request, by id.
+    slot_of: std::collections::HashMap<u64, u32>,
+    /// Every eligible copy of every queued request, in no particular order, and copies of
+    /// requests that left (a stale `gen`), dropped when they are as many as the live ones.
+    copies: Vec<SatfCopy>,
+    live_copies: usize,
+}
+
+/// One copy a queued request may be served from, as the scan reads it.
+#[derive(Copy, Clone, Debug)]
+struct SatfCopy {
+    chs: crate::drive::Chs,
+    angle_ns: u64,
+    seq: u64,
+    slot: u32,
+    gen: u32,
+    write: bool,
 }
 
 impl Satf {
     pub fn new(q: Pending) -> Satf {
-        Satf { q }
+        Satf {
+            age_bound: q.age_bound,
+            stats: q.stats,
+            slab: Vec::with_capacity(64),
+            gens: Vec::with_capacity(64),
+            free: Vec::new(),
+            len: 0,
+            slot_of: std::collections::HashMap::new(),
+            copies: Vec::with_capacity(64),
+            live_copies: 0,
+        }
+    }
+
+    /// Takes the request in `slot` out of the queue.
+    fn take_slot(&mut self, slot: u32) -> DiskRequest {
+        let r = self.slab[slot as usize].take().expect("a live slot");
+        self.slot_of.remove(&r.id);
+        self.gens[slot as usize] = self.gens[slot as usize].wrapping_add(1);
+        self.live_copies -= r.replicas.len();
+        if self.copies.len() > 2 * self.live_copies + 32 {
+            let gens = &self.gens;
+            self.copies.retain(|c| gens[c.slot as usize] == c.gen);
+        }
+        self.free.push(slot);
+        self.len -= 1;
+        r
+    }
+
+    /// The slot minimising `(positioning time, seq)`.
+    fn argmin(&self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<u32> {
+        let p = drive.period().0;
+        // Per op: the overhead paid before the seek, and the platter angle (ns into the
+        // revolution, phase included) once it is paid; `Drive::rotational_wait` sees the
+        // platter at `(now + before + seek + phase) mod p`.
+        let prep = |op: Op| {
+            let before = drive.overhead(op) + drive.command_overhead(op);
+            let a = ((now.0 % p) + (before.0 % p) + (head.phase_ns % p)) % p;
+            (before, a)
+        };
+        let (read, write) = (prep(Op::Read), prep(Op::Write));
+        let mut best: Option<((crate::Span, u64), u32)> = None;
+        for c in &self.copies {
+            if self.gens[c.slot as usize] != c.gen {
+                continue;
+            }
+            let (op, (before, a0)) = if c.write {
+                (Op::Write, write)
+            } else {
+                (Op::Read, read)
+            };
+            let seek = drive.seek_span(head.cylinder, head.head, c.chs, op);
+            let mut a = a0 + seek.0;
+            if a >= p {
+                a -= p;
+                if a >= p {
+                    a %= p;
+                }
+            }
+            let wait = if c.angle_ns < p {
+                let w = c.angle_ns + p - a;
+                if w >= p {
+                    w - p
+                } else {
+                    w
+                }
+            } else {
+                (c.angle_ns + p - a) % p
+            };
+            let t = before + seek + crate::Span(wait);
+            debug_assert_eq!(
+                t,
+                drive.position_time(
+                    now,
+                    head,
+                    op,
+                    &crate::drive::Target {
+                        chs: c.chs,
+                        angle_ns: c.angle_ns
+                    }
+                ),
+                "the scan predicts as the drive does"
+            );
+            let k = (t, c.seq);
+            if best.is_none_or(|(b, _)| k < b) {
+                best = Some((k, c.slot));
+            }
+        }
+        best.map(|(_, s)| s)
     }
 }
 
 impl Scheduler for Satf {
-    pending_queue_methods!();
+    fn push(&mut self, r: DiskRequest) {
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slab.push(None);
+                self.gens.push(0);
+                u32::try_from(self.slab.len() - 1).expect("queue fits u32")
+            }
+        };
+        let before = self.slot_of.insert(r.id, slot);
+        assert!(before.is_none(), "request {} queued twice", r.id);
+        let gen = self.gens[slot as usize];
+        self.live_copies += r.replicas.len();
+        for i in 0..r.replicas.len() {
+            let t = r.replicas.get(i).1;
+            self.copies.push(SatfCopy {
+                chs: t.chs,
+                angle_ns: t.angle_ns,
+                seq: r.seq,
+                slot,
+                gen,
+                write: r.op == Op::Write,
+            });
+        }
+        self.slab[slot as usize] = Some(r);
+        self.len += 1;
+    }
     fn pick(&mut self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<Pick> {
-        if let Some(p) = self.q.take_overdue(now, head, drive) {
-            return Some(p);
+        if self.len == 0 {
+            return None;
+        }
+        // The age bound first: the oldest request, if it has waited too long.
+        if let Some(bound) = self.age_bound {
+            let (slot, oldest) = self
+                .slab
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.as_ref().map(|r| (i, r)))
+                .min_by_key(|(_, r)| r.seq)
+                .expect("the queue is not empty");
+            if now.saturating_since(oldest.queued_at) > bound {
+                self.stats.picks += 1;
+                self.stats.aged_picks += 1;
+                let r = self.take_slot(slot as u32);
+                return Some(Pick::closest(r, now, head, drive));
+            }
         }
         // RSATF: a request costs its quickest replica.
-        let i = self
-            .q
-            .argmin(|r| r.replicas.best(now, head, r.op, drive).1)?;
-        Some(Pick::closest(self.q.take(i, false), now, head, drive))
+        let slot = self.argmin(now, head, drive)?;
+        self.stats.picks += 1;
+        let r = self.take_slot(slot);
+        Some(Pick::closest(r, now, head, drive))
+    }
+    fn remove(&mut self, id: u64) -> Option<DiskRequest> {
+        let slot = *self.slot_of.get(&id)?;
+        Some(self.take_slot(slot))
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn stats(&self) -> SchedStats {
+        self.stats
     }
 }
