@@ -456,10 +456,10 @@ impl FreeSpace {
 
     /// Marks each of `blocks` (strictly increasing) used: [`FreeSpace::allocate`] of one
     /// block each, in one pass over the segments (building a disk's initial state).
-    pub fn allocate_sorted(&mut self, blocks: &[BlockId]) {
+    pub fn allocate_sorted(&mut self, blocks: impl IntoIterator<Item = BlockId>) {
         let mut si = 0usize;
         let mut prev: Option<BlockId> = None;
-        for &b in blocks {
+        for b in blocks {
             assert!(
                 prev.is_none_or(|p| p < b),
                 "blocks to allocate are strictly increasing"
