@@ -970,7 +970,11 @@ impl Array {
         let m = disk - self.layout.disks_of(op.piece.column).start;
         let mask = self.replica_mask(op.copies, m);
         let band = self.layout.band();
-        let mut list: Vec<(u8, Target)> = Vec::new();
+        let mut list: Vec<(u8, Target)> = if self.layout.replicas() > 1 {
+            Vec::with_capacity(mask.count_ones() as usize)
+        } else {
+            Vec::new()
+        };
         let mut first = None;
         for k in 0..self.layout.replicas() {
             if mask & (1 << k) == 0 {
@@ -1227,8 +1231,9 @@ impl Array {
             return;
         };
         e.promoted = true;
-        let ids = e.ops.clone();
-        for id in ids {
+        // Moving queue entries leaves the entry's operations as they are.
+        let ids = std::mem::take(&mut e.ops);
+        for &id in &ids {
             let op = self.ops[id].as_mut().expect("live op");
             if !op.in_delayed {
                 continue;
@@ -1248,6 +1253,7 @@ impl Array {
                 self.mark_for_dispatch(d);
             }
         }
+        self.table.get_mut(&key).expect("entry").ops = ids;
     }
 
     /// The table is full and a write waits for an entry: the oldest entry whose delayed
