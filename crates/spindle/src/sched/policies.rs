@@ -236,9 +236,9 @@ impl Scheduler for CLook {
 /// The choice is the argmin of `(positioning time, seq)` over the queue: a unique key, so
 /// the order the requests are looked at in does not matter. A delayed-write queue holds
 /// hundreds of requests, so the scan runs over a compact copy of what the prediction needs
-/// (cylinder, surface, angle, op and seq of every eligible copy of every request) and
-/// predicts without divisions: the platter angle after the overhead is computed once per
-/// op per pick, and each copy adds its seek. The prediction is exactly
+/// (cylinder, surface, angle, op and seq of every eligible copy of every request, `stride`
+/// entries per slot) and predicts without divisions: the platter angle after the overhead
+/// is computed once per op per pick, and each copy adds its seek. The prediction is exactly
 /// [`Drive::position_time`] (asserted in debug builds).
 #[derive(Debug)]
 pub struct Satf {
@@ -246,27 +246,54 @@ pub struct Satf {
     stats: SchedStats,
     /// The queue: a slab, `None` for a free slot.
     slab: Vec<Option<DiskRequest>>,
-    /// Per slot: bumped when the slot's request leaves, so its copies go stale.
-    gens: Vec<u32>,
     free: Vec<u32>,
     len: usize,
-    /// The slot of each queued request, by id.
-    slot_of: std::collections::HashMap<u64, u32>,
-    /// Every eligible copy of every queued request, in no particular order, and copies of
-    /// requests that left (a stale `gen`), dropped when they are as many as the live ones.
+    /// Slot `s`'s copies are `copies[s * stride..][..stride]`, unused ones [`SatfCopy::NONE`].
     copies: Vec<SatfCopy>,
-    live_copies: usize,
+    stride: usize,
+    /// The slot of each queued request, by id.
+    slot_of: std::collections::HashMap<u64, u32, std::hash::BuildHasherDefault<IdHasher>>,
+}
+
+/// A hasher for request ids (distinct integers): one multiplication, no SipHash.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 /// One copy a queued request may be served from, as the scan reads it.
 #[derive(Copy, Clone, Debug)]
 struct SatfCopy {
     chs: crate::drive::Chs,
-    angle_ns: u64,
-    seq: u64,
-    slot: u32,
-    gen: u32,
     write: bool,
+    angle_ns: u64,
+    /// `u64::MAX`: no copy here.
+    seq: u64,
+}
+
+impl SatfCopy {
+    const NONE: SatfCopy = SatfCopy {
+        chs: crate::drive::Chs {
+            cylinder: 0,
+            head: 0,
+            sector: 0,
+        },
+        write: false,
+        angle_ns: 0,
+        seq: u64::MAX,
+    };
 }
 
 impl Satf {
@@ -275,12 +302,11 @@ impl Satf {
             age_bound: q.age_bound,
             stats: q.stats,
             slab: Vec::with_capacity(64),
-            gens: Vec::with_capacity(64),
             free: Vec::new(),
             len: 0,
-            slot_of: std::collections::HashMap::new(),
             copies: Vec::with_capacity(64),
-            live_copies: 0,
+            stride: 1,
+            slot_of: Default::default(),
         }
     }
 
@@ -288,15 +314,22 @@ impl Satf {
     fn take_slot(&mut self, slot: u32) -> DiskRequest {
         let r = self.slab[slot as usize].take().expect("a live slot");
         self.slot_of.remove(&r.id);
-        self.gens[slot as usize] = self.gens[slot as usize].wrapping_add(1);
-        self.live_copies -= r.replicas.len();
-        if self.copies.len() > 2 * self.live_copies + 32 {
-            let gens = &self.gens;
-            self.copies.retain(|c| gens[c.slot as usize] == c.gen);
-        }
+        let at = slot as usize * self.stride;
+        self.copies[at..at + self.stride].fill(SatfCopy::NONE);
         self.free.push(slot);
         self.len -= 1;
         r
+    }
+
+    /// Widens every slot to `stride` copies.
+    fn restride(&mut self, stride: usize) {
+        let mut copies = vec![SatfCopy::NONE; self.slab.len() * stride];
+        for s in 0..self.slab.len() {
+            let (from, to) = (s * self.stride, s * stride);
+            copies[to..to + self.stride].copy_from_slice(&self.copies[from..from + self.stride]);
+        }
+        self.copies = copies;
+        self.stride = stride;
     }
 
     /// The slot minimising `(positioning time, seq)`.
@@ -311,9 +344,9 @@ impl Satf {
             (before, a)
         };
         let (read, write) = (prep(Op::Read), prep(Op::Write));
-        let mut best: Option<((crate::Span, u64), u32)> = None;
-        for c in &self.copies {
-            if self.gens[c.slot as usize] != c.gen {
+        let mut best: Option<((crate::Span, u64), usize)> = None;
+        for (i, c) in self.copies.iter().enumerate() {
+            if c.seq == u64::MAX {
                 continue;
             }
             let (op, (before, a0)) = if c.write {
@@ -355,37 +388,38 @@ impl Satf {
             );
             let k = (t, c.seq);
             if best.is_none_or(|(b, _)| k < b) {
-                best = Some((k, c.slot));
+                best = Some((k, i));
             }
         }
-        best.map(|(_, s)| s)
+        best.map(|(_, i)| u32::try_from(i / self.stride).expect("slot fits u32"))
     }
 }
 
 impl Scheduler for Satf {
     fn push(&mut self, r: DiskRequest) {
+        if r.replicas.len() > self.stride {
+            self.restride(r.replicas.len());
+        }
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
                 self.slab.push(None);
-                self.gens.push(0);
+                self.copies
+                    .extend(std::iter::repeat_n(SatfCopy::NONE, self.stride));
                 u32::try_from(self.slab.len() - 1).expect("queue fits u32")
             }
         };
         let before = self.slot_of.insert(r.id, slot);
         assert!(before.is_none(), "request {} queued twice", r.id);
-        let gen = self.gens[slot as usize];
-        self.live_copies += r.replicas.len();
+        let at = slot as usize * self.stride;
         for i in 0..r.replicas.len() {
             let t = r.replicas.get(i).1;
-            self.copies.push(SatfCopy {
+            self.copies[at + i] = SatfCopy {
                 chs: t.chs,
+                write: r.op == Op::Write,
                 angle_ns: t.angle_ns,
                 seq: r.seq,
-                slot,
-                gen,
-                write: r.op == Op::Write,
-            });
+            };
         }
         self.slab[slot as usize] = Some(r);
         self.len += 1;
