@@ -64,24 +64,42 @@ pub fn run(args: SweepArgs, quiet: bool) -> anyhow::Result<()> {
 
     let bar = progress::bar(Some(n as u64), quiet, "sweeping");
     let started = std::time::Instant::now();
-    let results: Vec<Result<Report, ConfigError>> = pool.install(|| {
-        (0..n)
-            .into_par_iter()
-            .map(|i| {
-                let report = sweep
-                    .point(i)?
-                    .run_with(
+    // The costliest points start first, each worker taking the next point in that order
+    // when it is free (rayon's splitting of the index range would leave the order to
+    // chance: slow eager-writing points landing last kept the other workers idle).
+    let order = sweep.longest_first();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<Report, ConfigError>>>> =
+        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
+    pool.scope(|s| {
+        for _ in 0..pool.current_num_threads() {
+            s.spawn(|_| loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&i) = order.get(k) else {
+                    break;
+                };
+                let report = sweep.point(i).and_then(|p| {
+                    p.run_with(
                         &read_file,
                         &open_trace,
                         &open_validate,
                         &mut |_, _, _, _| {},
                     )
-                    .map_err(|e| sweep.point_error(i, e));
+                    .map_err(|e| sweep.point_error(i, e))
+                });
                 bar.inc(1);
-                report
-            })
-            .collect()
+                *slots[i].lock().expect("a worker panicked") = Some(report);
+            });
+        }
     });
+    let results: Vec<Result<Report, ConfigError>> = slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .expect("a worker panicked")
+                .expect("every point ran")
+        })
+        .collect();
     bar.finish_and_clear();
     let reports = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     let simulated = reports

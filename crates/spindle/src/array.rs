@@ -464,6 +464,11 @@ pub struct Array {
     ops: Vec<Option<DiskOp>>,
     free_ops: Vec<usize>,
     table: BTreeMap<Key, Entry>,
+    /// Which granules of the data the table's entries touch: a read or write touching
+    /// none overlaps no entry, without a search of the table.
+    table_cover: Coverage,
+    /// The same for the blocked writes.
+    blocked_cover: Coverage,
     /// Entries in creation order, for the NVRAM limit (stale keys are skipped).
     table_order: VecDeque<Key>,
     longest_piece: u32,
@@ -551,6 +556,10 @@ impl Array {
             })
             .collect();
         let n = layout.disks();
+        // Only a layout with several copies of a sector keeps a table.
+        let replicated = u64::from(dr) * u64::from(dm) > 1;
+        let cover = || Coverage::new(&layout, replicated);
+        let (table_cover, blocked_cover) = (cover(), cover());
         Ok(Array {
             drive,
             layout,
@@ -560,6 +569,8 @@ impl Array {
             ops: Vec::with_capacity(1024),
             free_ops: Vec::with_capacity(1024),
             table: BTreeMap::new(),
+            table_cover,
+            blocked_cover,
             table_order: VecDeque::new(),
             longest_piece: 1,
             blocked: VecDeque::new(),
@@ -834,6 +845,9 @@ impl Array {
 
     /// The table entries overlapping `len` sectors at `offset` of `column`.
     fn overlapping(&self, column: u32, offset: u64, len: u32) -> Vec<Key> {
+        if !self.table_cover.any(column, offset, len) {
+            return Vec::new();
+        }
         let lo = (
             column,
             offset.saturating_sub(u64::from(self.longest_piece)),
@@ -956,7 +970,11 @@ impl Array {
         let m = disk - self.layout.disks_of(op.piece.column).start;
         let mask = self.replica_mask(op.copies, m);
         let band = self.layout.band();
-        let mut list: Vec<(u8, Target)> = Vec::new();
+        let mut list: Vec<(u8, Target)> = if self.layout.replicas() > 1 {
+            Vec::with_capacity(mask.count_ones() as usize)
+        } else {
+            Vec::new()
+        };
         let mut first = None;
         for k in 0..self.layout.replicas() {
             if mask & (1 << k) == 0 {
@@ -1013,6 +1031,7 @@ impl Array {
             }
             // The host waits for this piece too.
             self.slots[slot].as_mut().expect("live slot").parts_left += 1;
+            self.blocked_cover.add(&piece);
             self.blocked.push_back((slot, piece));
             return;
         }
@@ -1033,7 +1052,10 @@ impl Array {
     fn must_wait(&self, piece: &Piece) -> (bool, Vec<Key>) {
         let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
         let same = (piece.column, piece.offset, piece.sectors);
-        let wait = self.blocked.iter().any(|(_, p)| overlaps(p, piece))
+        let wait = (self
+            .blocked_cover
+            .any(piece.column, piece.offset, piece.sectors)
+            && self.blocked.iter().any(|(_, p)| overlaps(p, piece)))
             || match self.writes {
                 WritePolicy::Foreground => !keys.is_empty(),
                 WritePolicy::Delayed => {
@@ -1055,6 +1077,7 @@ impl Array {
         match self.writes {
             WritePolicy::Foreground => {
                 let ops = self.write_all_now(arrival, slot, piece, version);
+                self.table_cover.add(&piece);
                 self.table.insert(
                     key,
                     Entry {
@@ -1087,6 +1110,7 @@ impl Array {
                     }
                     self.table.get_mut(&key).expect("entry").ops = keep;
                 } else {
+                    self.table_cover.add(&piece);
                     self.table.insert(
                         key,
                         Entry {
@@ -1207,8 +1231,9 @@ impl Array {
             return;
         };
         e.promoted = true;
-        let ids = e.ops.clone();
-        for id in ids {
+        // Moving queue entries leaves the entry's operations as they are.
+        let ids = std::mem::take(&mut e.ops);
+        for &id in &ids {
             let op = self.ops[id].as_mut().expect("live op");
             if !op.in_delayed {
                 continue;
@@ -1228,6 +1253,7 @@ impl Array {
                 self.mark_for_dispatch(d);
             }
         }
+        self.table.get_mut(&key).expect("entry").ops = ids;
     }
 
     /// The table is full and a write waits for an entry: the oldest entry whose delayed
@@ -1502,6 +1528,7 @@ impl Array {
                 "an entry with nothing pending holds its newest write"
             );
             let e = self.table.remove(&key).expect("entry");
+            self.table_cover.remove(&op.piece);
             if let (Some(t), Some(slot)) = (self.nvram.as_mut(), e.nvram_slot) {
                 t.remove(slot);
             }
@@ -1518,6 +1545,9 @@ impl Array {
             return;
         }
         let waiting = std::mem::take(&mut self.blocked);
+        for (_, piece) in &waiting {
+            self.blocked_cover.remove(piece);
+        }
         for (slot, piece) in waiting {
             let (wait, keys) = self.must_wait(&piece);
             if wait {
@@ -1527,6 +1557,7 @@ impl Array {
                 for k in keys {
                     self.promote(k);
                 }
+                self.blocked_cover.add(&piece);
                 self.blocked.push_back((slot, piece));
             } else {
                 self.slots[slot].as_mut().expect("live slot").parts_left -= 1;
@@ -1582,6 +1613,70 @@ fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
             b
         })
     })
+}
+
+/// Counts of pieces per granule of the layout's data (a granule: `1 << shift` sectors of one
+/// column, at most about a million granules in all): a filter before a search for
+/// overlapping pieces, which mostly finds none.
+struct Coverage {
+    shift: u32,
+    column_granules: u64,
+    counts: Vec<u32>,
+}
+
+impl Coverage {
+    /// `used`: false for an empty filter that is never asked (no table).
+    fn new(layout: &Layout, used: bool) -> Coverage {
+        let (columns, sectors) = (u64::from(layout.columns()), layout.column_sectors());
+        if !used {
+            return Coverage {
+                shift: 0,
+                column_granules: 0,
+                counts: Vec::new(),
+            };
+        }
+        let mut shift = 6;
+        while columns * (sectors >> shift).saturating_add(1) > 1 << 20 {
+            shift += 1;
+        }
+        let column_granules = (sectors >> shift) + 1;
+        Coverage {
+            shift,
+            column_granules,
+            counts: vec![0; (columns * column_granules) as usize],
+        }
+    }
+
+    /// The granules `len` (>= 1) sectors at `offset` of `column` touch.
+    fn range(&self, column: u32, offset: u64, len: u32) -> std::ops::RangeInclusive<usize> {
+        let base = u64::from(column) * self.column_granules;
+        let (first, last) = (
+            offset >> self.shift,
+            (offset + u64::from(len.max(1)) - 1) >> self.shift,
+        );
+        (base + first) as usize..=(base + last) as usize
+    }
+
+    fn add(&mut self, p: &Piece) {
+        let r = self.range(p.column, p.offset, p.sectors);
+        for c in &mut self.counts[r] {
+            *c += 1;
+        }
+    }
+
+    fn remove(&mut self, p: &Piece) {
+        let r = self.range(p.column, p.offset, p.sectors);
+        for c in &mut self.counts[r] {
+            *c -= 1;
+        }
+    }
+
+    /// Whether some counted piece may overlap these sectors.
+    fn any(&self, column: u32, offset: u64, len: u32) -> bool {
+        self.counts[self.range(column, offset, len)]
+            .iter()
+            .any(|&c| c != 0)
+    }
 }
 
 fn overlaps(a: &Piece, b: &Piece) -> bool {

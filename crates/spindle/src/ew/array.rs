@@ -407,8 +407,14 @@ impl EwArray {
         let mut seeder = Pcg64Mcg::seed_from_u64(cfg.seed);
         let period = drive.period().0;
         // Each column's band: Dd times its blocks, grown until the tracks hold that many.
-        let mut bands = Vec::with_capacity(n as usize);
-        for &blocks in &per_column {
+        let mut bands: Vec<FreeSpace> = Vec::with_capacity(n as usize);
+        for (c, &blocks) in per_column.iter().enumerate() {
+            // Columns of equal size have equal bands: cut once, share the cut.
+            if let Some(same) = per_column[..c].iter().position(|&b| b == blocks) {
+                let band = bands[same].clone();
+                bands.push(band);
+                continue;
+            }
             let want = ((f64::from(blocks) * s.dd).ceil() as u64).max(u64::from(blocks) + 1);
             let mut sectors = want * u64::from(block_sectors);
             let cap = drive.capacity_sectors();
@@ -435,22 +441,31 @@ impl EwArray {
             );
         }
         // Each column's blocks' slots, in column order (the same in every group).
-        let slots: Vec<Vec<BlockId>> = per_column
-            .iter()
-            .zip(&bands)
-            .map(|(&blocks, band)| match cfg.free_layout {
-                FreeLayout::Even => (0..blocks)
-                    .map(|i| initial_slot(i, blocks, band.blocks(), unit_blocks))
-                    .collect(),
-                FreeLayout::Random => random_slots(blocks, band.blocks(), &mut seeder),
-            })
-            .collect();
+        // Even: a formula, not stored (millions of blocks); random: drawn and kept.
+        let random: Vec<Vec<BlockId>> = match cfg.free_layout {
+            FreeLayout::Even => Vec::new(),
+            FreeLayout::Random => per_column
+                .iter()
+                .zip(&bands)
+                .map(|(&blocks, band)| random_slots(blocks, band.blocks(), &mut seeder))
+                .collect(),
+        };
+        let slot_of = |c: usize, i: u32| -> BlockId {
+            match cfg.free_layout {
+                FreeLayout::Even => initial_slot(i, per_column[c], bands[c].blocks(), unit_blocks),
+                FreeLayout::Random => random[c][i as usize],
+            }
+        };
         let mut initial = L2pMap::new(logical_blocks, s.dm);
-        for b in 0..logical_blocks {
-            let (c, i) = column_of(b, unit_blocks, n);
-            let slot = slots[c as usize][i as usize];
-            for m in 0..s.dm {
-                initial.set(b, m, slot);
+        // Column c's i-th block is logical block `column_of`⁻¹(c, i).
+        for (c, &blocks) in per_column.iter().enumerate() {
+            for i in 0..blocks {
+                let b = ((i / unit_blocks) * n + c as u32) * unit_blocks + i % unit_blocks;
+                debug_assert_eq!(column_of(b, unit_blocks, n), (c as u32, i));
+                let slot = slot_of(c, i);
+                for m in 0..s.dm {
+                    initial.set(b, m, slot);
+                }
             }
         }
         let map = MapLog::new(cfg.map, initial)?;
@@ -461,22 +476,29 @@ impl EwArray {
                 map.region_sectors()
             ));
         }
+        // Every disk of a column starts with the same blocks in use: its column's slots.
+        let used: Vec<FreeSpace> = (0..n as usize)
+            .map(|c| {
+                let mut band = bands[c].clone();
+                band.allocate_sorted((0..per_column[c]).map(|i| slot_of(c, i)));
+                band
+            })
+            .collect();
         let mut disks = Vec::with_capacity(disks_total);
         for d in 0..disks_total {
             let c = d % n as usize;
-            let mut free = bands[c].clone();
+            let free = used[c].clone();
             let blocks = per_column[c];
             let mut home = Vec::new();
             if s.ddm {
                 home = vec![0u64; (free.blocks() as usize).div_ceil(64)];
-            }
-            let replica = (d / n as usize) as u32;
-            for i in 0..blocks {
-                let slot = slots[c][i as usize];
-                free.allocate(slot, 1);
-                // Column index i is in stripe row i / unit, whose home alternates.
-                if s.ddm && (i / unit_blocks) % 2 == replica {
-                    home[slot as usize / 64] |= 1 << (slot % 64);
+                let replica = (d / n as usize) as u32;
+                for i in 0..blocks {
+                    let slot = slot_of(c, i);
+                    // Column index i is in stripe row i / unit, whose home alternates.
+                    if (i / unit_blocks) % 2 == replica {
+                        home[slot as usize / 64] |= 1 << (slot % 64);
+                    }
                 }
             }
             let phase_ns = if cfg.random_phase {

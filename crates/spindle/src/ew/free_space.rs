@@ -25,6 +25,7 @@
 use crate::drive::{Chs, Drive, HeadState};
 use crate::{Nanos, Op, Span};
 use std::fmt;
+use std::sync::Arc;
 
 /// A physical block: index into the region's blocks, in LBA order.
 pub type BlockId = u32;
@@ -50,7 +51,6 @@ struct Segment {
     /// Rotational index of block 0's first sector, in `0..spt`.
     base: u32,
     spt: u32,
-    free: u32,
     /// The segment's first word in `FreeSpace::bits`; bits past `blocks` stay zero.
     word: u32,
 }
@@ -142,15 +142,18 @@ pub struct FreeSpace {
     block_sectors: u32,
     blocks: u32,
     free: u32,
-    /// In LBA order (so in `first_block` order).
-    segs: Vec<Segment>,
+    /// In LBA order (so in `first_block` order). The cut is immutable: clones of one
+    /// region (every disk of a column) share it, and the per-cylinder tables below.
+    segs: Arc<[Segment]>,
+    /// Free blocks per segment.
+    seg_free: Vec<u32>,
     bits: Vec<u64>,
     /// Lowest cylinder holding a block; cylinder indices below are relative to it.
     cyl_lo: u32,
     /// Segments by (cylinder, head, LBA): cylinder `c`'s are
     /// `cyl_segs[cyl_first[c] as usize..cyl_first[c + 1] as usize]`.
-    cyl_segs: Vec<u32>,
-    cyl_first: Vec<u32>,
+    cyl_segs: Arc<[u32]>,
+    cyl_first: Arc<[u32]>,
     cyl_free: Vec<u32>,
     /// Cylinders with at least one free block.
     nonfull: LevelBits,
@@ -257,7 +260,6 @@ impl FreeSpace {
                     blocks: len32,
                     base,
                     spt,
-                    free: len32,
                     word: u32::try_from(words).expect("no more words than blocks"),
                 });
                 blocks += len;
@@ -314,11 +316,12 @@ impl FreeSpace {
             block_sectors: bs,
             blocks,
             free: blocks,
-            segs,
+            seg_free: segs.iter().map(|s| s.blocks).collect(),
+            segs: segs.into(),
             bits,
             cyl_lo,
-            cyl_segs: order,
-            cyl_first,
+            cyl_segs: order.into(),
+            cyl_first: cyl_first.into(),
             cyl_free,
             nonfull,
             drive_capacity: drive.capacity_sectors(),
@@ -412,7 +415,7 @@ impl FreeSpace {
             assert!(self.bits[w] & m != 0, "block {} is not free", first + j);
             self.bits[w] &= !m;
         }
-        self.segs[si].free -= len;
+        self.seg_free[si] -= len;
         let c = (self.segs[si].cylinder - self.cyl_lo) as usize;
         self.cyl_free[c] -= len;
         if self.cyl_free[c] == 0 {
@@ -441,13 +444,43 @@ impl FreeSpace {
                 self.bits[w] |= m;
             }
             let n = upto - at;
-            self.segs[si].free += n;
+            self.seg_free[si] += n;
             if self.cyl_free[c as usize] == 0 {
                 self.nonfull.set(c as usize);
             }
             self.cyl_free[c as usize] += n;
             self.free += n;
             at = upto;
+        }
+    }
+
+    /// Marks each of `blocks` (strictly increasing) used: [`FreeSpace::allocate`] of one
+    /// block each, in one pass over the segments (building a disk's initial state).
+    pub fn allocate_sorted(&mut self, blocks: impl IntoIterator<Item = BlockId>) {
+        let mut si = 0usize;
+        let mut prev: Option<BlockId> = None;
+        for b in blocks {
+            assert!(
+                prev.is_none_or(|p| p < b),
+                "blocks to allocate are strictly increasing"
+            );
+            prev = Some(b);
+            assert!(b < self.blocks, "block {b} beyond {}", self.blocks);
+            while self.segs[si].first_block + self.segs[si].blocks <= b {
+                si += 1;
+            }
+            let s = &self.segs[si];
+            let j = b - s.first_block;
+            let (w, m) = (s.word as usize + (j / 64) as usize, 1u64 << (j % 64));
+            assert!(self.bits[w] & m != 0, "block {b} is not free");
+            self.bits[w] &= !m;
+            self.seg_free[si] -= 1;
+            let c = (s.cylinder - self.cyl_lo) as usize;
+            self.cyl_free[c] -= 1;
+            if self.cyl_free[c] == 0 {
+                self.nonfull.clear(c);
+            }
+            self.free -= 1;
         }
     }
 
@@ -590,7 +623,7 @@ impl FreeSpace {
         let mut other = None;
         for &si in &self.cyl_segs[range] {
             let s = &self.segs[si as usize];
-            if s.free < q.len {
+            if self.seg_free[si as usize] < q.len {
                 continue;
             }
             let seek = if s.head == q.head.head {

@@ -84,6 +84,10 @@ pub struct Band {
     /// Dr = 1: the data occupies LBAs `0..plain`.
     plain: u64,
     groups: Vec<Group>,
+    /// An index into `groups` by data offset: `lookup[j]` is the group holding offset
+    /// `j << lookup_shift` (a group's search is then over the few groups of one slice).
+    lookup: Vec<u32>,
+    lookup_shift: u32,
     /// `random`: the chunk size in sectors, and the shuffle's seed.
     chunk: u32,
     seed: u64,
@@ -109,6 +113,8 @@ impl Band {
             placement: Placement::default(),
             plain: sectors,
             groups: Vec::new(),
+            lookup: Vec::new(),
+            lookup_shift: 0,
             chunk: 1,
             seed: 0,
         }
@@ -215,14 +221,43 @@ impl Band {
         if have < data && exact {
             return Err(too_large(drive, data, dr));
         }
+        let (lookup, lookup_shift) = Self::lookup(&groups);
         Ok(Band {
             dr,
             placement,
             plain: 0,
             groups,
+            lookup,
+            lookup_shift,
             chunk,
             seed,
         })
+    }
+
+    /// The index of `groups` by offset: slices of a power of two sectors no longer than the
+    /// smallest group (so one slice meets at most two groups), coarser if that would make
+    /// more than a million slices.
+    fn lookup(groups: &[Group]) -> (Vec<u32>, u32) {
+        let Some(last) = groups.last() else {
+            return (Vec::new(), 0);
+        };
+        let data = last.data_start + u64::from(last.n);
+        let min_n = groups.iter().map(|g| g.n).min().expect("non-empty").max(1);
+        let mut shift = 31 - min_n.leading_zeros();
+        while (data >> shift) > 1 << 20 {
+            shift += 1;
+        }
+        let slices = (data >> shift) + 1;
+        let mut lookup = Vec::with_capacity(slices as usize);
+        let mut i = 0usize;
+        for j in 0..slices {
+            let at = j << shift;
+            while i + 1 < groups.len() && groups[i + 1].data_start <= at {
+                i += 1;
+            }
+            lookup.push(u32::try_from(i).expect("groups fit u32"));
+        }
+        (lookup, shift)
     }
 
     /// Data sectors the band holds.
@@ -257,7 +292,18 @@ impl Band {
     }
 
     fn group_of(&self, offset: u64) -> usize {
-        let i = self.groups.partition_point(|g| g.data_start <= offset);
+        let j = (offset >> self.lookup_shift) as usize;
+        let i = match self.lookup.get(j) {
+            Some(&lo) => {
+                let lo = lo as usize;
+                let hi = self
+                    .lookup
+                    .get(j + 1)
+                    .map_or(self.groups.len(), |&h| h as usize + 1);
+                lo + self.groups[lo..hi].partition_point(|g| g.data_start <= offset)
+            }
+            None => self.groups.len(),
+        };
         assert!(i > 0, "offset {offset} before the band");
         let g = &self.groups[i - 1];
         assert!(

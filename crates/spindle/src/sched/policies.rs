@@ -2,7 +2,7 @@
 
 use super::{DiskRequest, Pending, Pick, SchedStats, Scheduler};
 use crate::drive::{Drive, HeadState};
-use crate::Nanos;
+use crate::{Nanos, Op};
 use std::collections::VecDeque;
 
 /// The methods every policy built on [`Pending`] (a field `q`) shares.
@@ -232,27 +232,232 @@ impl Scheduler for CLook {
 
 /// Shortest access time first: the smallest predicted overhead + seek + rotational wait,
 /// using the rotational position of the platter at `now`.
+///
+/// The choice is the argmin of `(positioning time, seq)` over the queue: a unique key, so
+/// the order the requests are looked at in does not matter. A delayed-write queue holds
+/// hundreds of requests, so the scan runs over a compact copy of what the prediction needs
+/// (cylinder, surface, angle, op and seq of every eligible copy of every request, `stride`
+/// entries per slot) and predicts without divisions: the platter angle after the overhead
+/// is computed once per op per pick, and each copy adds its seek. The prediction is exactly
+/// [`Drive::position_time`] (asserted in debug builds).
 #[derive(Debug)]
 pub struct Satf {
-    q: Pending,
+    age_bound: Option<crate::Span>,
+    stats: SchedStats,
+    /// The queue: a slab, `None` for a free slot.
+    slab: Vec<Option<DiskRequest>>,
+    free: Vec<u32>,
+    len: usize,
+    /// Slot `s`'s copies are `copies[s * stride..][..stride]`, unused ones [`SatfCopy::NONE`].
+    copies: Vec<SatfCopy>,
+    stride: usize,
+    /// The slot of each queued request, by id.
+    slot_of: std::collections::HashMap<u64, u32, std::hash::BuildHasherDefault<IdHasher>>,
+}
+
+/// A hasher for request ids (distinct integers): one multiplication, no SipHash.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// One copy a queued request may be served from, as the scan reads it.
+#[derive(Copy, Clone, Debug)]
+struct SatfCopy {
+    chs: crate::drive::Chs,
+    write: bool,
+    angle_ns: u64,
+    /// `u64::MAX`: no copy here.
+    seq: u64,
+}
+
+impl SatfCopy {
+    const NONE: SatfCopy = SatfCopy {
+        chs: crate::drive::Chs {
+            cylinder: 0,
+            head: 0,
+            sector: 0,
+        },
+        write: false,
+        angle_ns: 0,
+        seq: u64::MAX,
+    };
 }
 
 impl Satf {
     pub fn new(q: Pending) -> Satf {
-        Satf { q }
+        Satf {
+            age_bound: q.age_bound,
+            stats: q.stats,
+            slab: Vec::with_capacity(64),
+            free: Vec::new(),
+            len: 0,
+            copies: Vec::with_capacity(64),
+            stride: 1,
+            slot_of: Default::default(),
+        }
+    }
+
+    /// Takes the request in `slot` out of the queue.
+    fn take_slot(&mut self, slot: u32) -> DiskRequest {
+        let r = self.slab[slot as usize].take().expect("a live slot");
+        self.slot_of.remove(&r.id);
+        let at = slot as usize * self.stride;
+        self.copies[at..at + self.stride].fill(SatfCopy::NONE);
+        self.free.push(slot);
+        self.len -= 1;
+        r
+    }
+
+    /// Widens every slot to `stride` copies.
+    fn restride(&mut self, stride: usize) {
+        let mut copies = vec![SatfCopy::NONE; self.slab.len() * stride];
+        for s in 0..self.slab.len() {
+            let (from, to) = (s * self.stride, s * stride);
+            copies[to..to + self.stride].copy_from_slice(&self.copies[from..from + self.stride]);
+        }
+        self.copies = copies;
+        self.stride = stride;
+    }
+
+    /// The slot minimising `(positioning time, seq)`.
+    fn argmin(&self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<u32> {
+        let p = drive.period().0;
+        // Per op: the overhead paid before the seek, and the platter angle (ns into the
+        // revolution, phase included) once it is paid; `Drive::rotational_wait` sees the
+        // platter at `(now + before + seek + phase) mod p`.
+        let prep = |op: Op| {
+            let before = drive.overhead(op) + drive.command_overhead(op);
+            let a = ((now.0 % p) + (before.0 % p) + (head.phase_ns % p)) % p;
+            (before, a)
+        };
+        let (read, write) = (prep(Op::Read), prep(Op::Write));
+        let mut best: Option<((crate::Span, u64), usize)> = None;
+        for (i, c) in self.copies.iter().enumerate() {
+            if c.seq == u64::MAX {
+                continue;
+            }
+            let (op, (before, a0)) = if c.write {
+                (Op::Write, write)
+            } else {
+                (Op::Read, read)
+            };
+            let seek = drive.seek_span(head.cylinder, head.head, c.chs, op);
+            let mut a = a0 + seek.0;
+            if a >= p {
+                a -= p;
+                if a >= p {
+                    a %= p;
+                }
+            }
+            let wait = if c.angle_ns < p {
+                let w = c.angle_ns + p - a;
+                if w >= p {
+                    w - p
+                } else {
+                    w
+                }
+            } else {
+                (c.angle_ns + p - a) % p
+            };
+            let t = before + seek + crate::Span(wait);
+            debug_assert_eq!(
+                t,
+                drive.position_time(
+                    now,
+                    head,
+                    op,
+                    &crate::drive::Target {
+                        chs: c.chs,
+                        angle_ns: c.angle_ns
+                    }
+                ),
+                "the scan predicts as the drive does"
+            );
+            let k = (t, c.seq);
+            if best.is_none_or(|(b, _)| k < b) {
+                best = Some((k, i));
+            }
+        }
+        best.map(|(_, i)| u32::try_from(i / self.stride).expect("slot fits u32"))
     }
 }
 
 impl Scheduler for Satf {
-    pending_queue_methods!();
+    fn push(&mut self, r: DiskRequest) {
+        if r.replicas.len() > self.stride {
+            self.restride(r.replicas.len());
+        }
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slab.push(None);
+                self.copies
+                    .extend(std::iter::repeat_n(SatfCopy::NONE, self.stride));
+                u32::try_from(self.slab.len() - 1).expect("queue fits u32")
+            }
+        };
+        let before = self.slot_of.insert(r.id, slot);
+        assert!(before.is_none(), "request {} queued twice", r.id);
+        let at = slot as usize * self.stride;
+        for i in 0..r.replicas.len() {
+            let t = r.replicas.get(i).1;
+            self.copies[at + i] = SatfCopy {
+                chs: t.chs,
+                write: r.op == Op::Write,
+                angle_ns: t.angle_ns,
+                seq: r.seq,
+            };
+        }
+        self.slab[slot as usize] = Some(r);
+        self.len += 1;
+    }
     fn pick(&mut self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<Pick> {
-        if let Some(p) = self.q.take_overdue(now, head, drive) {
-            return Some(p);
+        if self.len == 0 {
+            return None;
+        }
+        // The age bound first: the oldest request, if it has waited too long.
+        if let Some(bound) = self.age_bound {
+            let (slot, oldest) = self
+                .slab
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.as_ref().map(|r| (i, r)))
+                .min_by_key(|(_, r)| r.seq)
+                .expect("the queue is not empty");
+            if now.saturating_since(oldest.queued_at) > bound {
+                self.stats.picks += 1;
+                self.stats.aged_picks += 1;
+                let r = self.take_slot(slot as u32);
+                return Some(Pick::closest(r, now, head, drive));
+            }
         }
         // RSATF: a request costs its quickest replica.
-        let i = self
-            .q
-            .argmin(|r| r.replicas.best(now, head, r.op, drive).1)?;
-        Some(Pick::closest(self.q.take(i, false), now, head, drive))
+        let slot = self.argmin(now, head, drive)?;
+        self.stats.picks += 1;
+        let r = self.take_slot(slot);
+        Some(Pick::closest(r, now, head, drive))
+    }
+    fn remove(&mut self, id: u64) -> Option<DiskRequest> {
+        let slot = *self.slot_of.get(&id)?;
+        Some(self.take_slot(slot))
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn stats(&self) -> SchedStats {
+        self.stats
     }
 }

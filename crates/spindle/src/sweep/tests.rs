@@ -211,3 +211,29 @@ fn run_on_a_sweep_file_points_to_sweep() {
     assert!(e.contains("spindle sweep"), "{e}");
     assert!(e.contains("line 12"), "{e}");
 }
+
+#[test]
+fn longest_first_starts_the_costliest_points_first_ties_in_point_order() {
+    let s = sweep(
+        r#"
+[[axis]]
+name = "layout"
+points = [
+  { label = "jbod", set = { "array.layout" = "jbod" } },
+  { label = "ew", set = { "array.layout" = "ew-array", "array.dm" = 1, "array.ds" = 1, "array.dd" = 2, "array.scheduler" = "satf-ew" } },
+]
+
+[[axis]]
+key = "run.requests"
+values = [500, 5000]
+
+[[axis]]
+key = "workload.read_fraction"
+values = [0.5, 1.0]
+"#,
+    )
+    .unwrap();
+    // The eager-writing points (4-7) first, the larger request count first; points of
+    // equal cost (differing in the read fraction) keep their order.
+    assert_eq!(s.longest_first(), vec![6, 7, 4, 5, 2, 3, 0, 1]);
+}

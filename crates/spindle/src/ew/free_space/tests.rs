@@ -305,7 +305,7 @@ fn disksim_segments_follow_the_drives_angles() {
     ] {
         let d = builtin_drive(id).unwrap();
         let fs = FreeSpace::new(&d, 0, d.capacity_sectors().min(400_000), 8).unwrap();
-        for s in &fs.segs {
+        for s in fs.segs.iter() {
             for j in 0..s.blocks {
                 let lba = s.first_lba + u64::from(j) * 8;
                 let (idx, spt) = d.geometry().angle_index(d.geometry().lba_to_chs(lba));
@@ -476,11 +476,11 @@ fn allocate_and_release_keep_the_counts_against_a_model() {
                 let c = fs.cyl_lo + ci as u32;
                 assert_eq!(cf, cyls.iter().filter(|&&x| x == c).count() as u32);
             }
-            for s in &fs.segs {
+            for (s, &free) in fs.segs.iter().zip(&fs.seg_free) {
                 let f = (s.first_block..s.first_block + s.blocks)
                     .filter(|&b| model[b as usize])
                     .count();
-                assert_eq!(s.free as usize, f);
+                assert_eq!(free as usize, f);
             }
         }
     }
@@ -690,6 +690,37 @@ fn time_closest(d: &Drive, what: &str, start: u64, sectors: u64, bs: u32, levels
                 "{what}, {label} used ({} free of {}), {sweep:?} len {len}: {ns:.0} ns/call (checksum {sum})",
                 fs.free_blocks(),
                 fs.blocks()
+            );
+        }
+    }
+}
+
+#[test]
+fn allocate_sorted_is_allocate_of_each_block() {
+    let d = awkward();
+    let base = FreeSpace::new(&d, 0, d.capacity_sectors(), 2).unwrap();
+    let mut rng = Pcg64Mcg::seed_from_u64(7);
+    let chosen: Vec<BlockId> = (0..base.blocks()).filter(|_| rng.gen_bool(0.6)).collect();
+    let (mut one, mut bulk) = (base.clone(), base.clone());
+    for &b in &chosen {
+        one.allocate(b, 1);
+    }
+    bulk.allocate_sorted(chosen.iter().copied());
+    assert_eq!(one.free_blocks(), bulk.free_blocks());
+    assert_eq!(one.bits, bulk.bits);
+    assert_eq!(one.seg_free, bulk.seg_free);
+    assert_eq!(one.cyl_free, bulk.cyl_free);
+    assert_eq!(one.free_cylinder_range(), bulk.free_cylinder_range());
+    let head = HeadState {
+        cylinder: 3,
+        head: 1,
+        phase_ns: 1234,
+    };
+    for t in [0u64, 1_000_000, 7_777_777] {
+        for sweep in [Sweep::Any, Sweep::Up, Sweep::Down] {
+            assert_eq!(
+                one.closest(&d, Nanos(t), &head, 1, sweep),
+                bulk.closest(&d, Nanos(t), &head, 1, sweep)
             );
         }
     }
