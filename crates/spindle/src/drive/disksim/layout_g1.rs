@@ -32,8 +32,20 @@ struct Band {
     spt: i64,
     deadspace: i64,
     sparecnt: i64,
+    /// In the file's order (DiskSim's loops over it depend on the order).
     slips: Vec<i64>,
+    /// `slips[j] - j` when the slips are strictly increasing, else `None`. Then the mapping's
+    /// slip loops stop counting at the first slip past their target (every later slip is
+    /// further still), and the count is a binary search over these non-decreasing keys.
+    slip_keys: Option<Vec<i64>>,
+    /// The slips in increasing order (counting those below a bound does not depend on order).
+    slips_sorted: Vec<i64>,
     defects: Vec<(i64, i64)>,
+    /// The first `(defect, replacement)` entry of each defective unit, sorted by unit: what
+    /// `defects.iter().find(|(d, _)| *d == x)` returns.
+    defects_first: Vec<(i64, i64)>,
+    /// The same over the entries whose replacement differs from the defect.
+    defects_moved_first: Vec<(i64, i64)>,
     /// LBNs in the band (`blksinband`) and the band's first LBN.
     blks: i64,
     first_lbn: i64,
@@ -281,6 +293,29 @@ impl G1Layout {
             }
             _ => {}
         }
+        let increasing = slips.windows(2).all(|w| w[0] < w[1]);
+        let slip_keys = increasing.then(|| {
+            slips
+                .iter()
+                .enumerate()
+                .map(|(j, &s)| s - j as i64)
+                .collect()
+        });
+        let mut slips_sorted = slips.clone();
+        slips_sorted.sort_unstable();
+        let first_per_unit = |moved_only: bool| {
+            let mut v: Vec<(i64, i64)> = defects
+                .iter()
+                .copied()
+                .filter(|&(d, r)| !moved_only || r != d)
+                .collect();
+            // Stable: the first entry of each unit stays first, and dedup keeps it.
+            v.sort_by_key(|&(d, _)| d);
+            v.dedup_by_key(|&mut (d, _)| d);
+            v
+        };
+        let defects_first = first_per_unit(false);
+        let defects_moved_first = first_per_unit(true);
         Ok(Band {
             startcyl: i64::from(z.first_cylinder),
             endcyl: i64::from(z.last_cylinder),
@@ -288,7 +323,11 @@ impl G1Layout {
             deadspace,
             sparecnt,
             slips,
+            slip_keys,
+            slips_sorted,
             defects,
+            defects_first,
+            defects_moved_first,
             blks,
             first_lbn: 0,
             firstblkangle: to_angle(lz.first_block_offset, lkey("first_block_offset"))?,
@@ -368,8 +407,156 @@ impl G1Layout {
         }
     }
 
+    /// How many slips DiskSim's slip loop counts: in the list's order, a slip counts when
+    /// `(prefix && s < first) || (s >= first && s - first <= base + counted)` (every scheme's
+    /// loop has this form). A binary search when the slips are strictly increasing (see
+    /// [`Band::slip_keys`]), else the loop itself.
+    #[inline]
+    fn slips_counted(b: &Band, first: i64, prefix: bool, base: i64) -> i64 {
+        match &b.slip_keys {
+            Some(keys) => {
+                // Slips below `first` come first; from index `i0` on, slip `j` counts iff
+                // `s_j - first <= base + c0 + (j - i0)`, i.e. `keys[j] <= first + base + c0 - i0`,
+                // and the keys do not decrease, so the counted ones are a prefix.
+                let i0 = if first == 0 {
+                    0
+                } else {
+                    b.slips.partition_point(|&s| s < first)
+                };
+                let c0 = if prefix { i0 as i64 } else { 0 };
+                let t = first + base + c0 - i0 as i64;
+                let n = keys[i0..].partition_point(|&k| k <= t);
+                c0 + n as i64
+            }
+            None => {
+                let mut c = 0;
+                for &s in &b.slips {
+                    if (prefix && s < first) || (s >= first && s - first <= base + c) {
+                        c += 1;
+                    }
+                }
+                c
+            }
+        }
+    }
+
+    /// The replacement of the first defect entry for `unit` in `table` (one of
+    /// [`Band::defects_first`], [`Band::defects_moved_first`]).
+    #[inline]
+    fn remap(table: &[(i64, i64)], unit: i64) -> Option<i64> {
+        if table.is_empty() {
+            return None;
+        }
+        table
+            .binary_search_by_key(&unit, |&(d, _)| d)
+            .ok()
+            .map(|i| table[i].1)
+    }
+
     /// DiskSim's `dm_translate_ltop`: `MAP_FULL` with `defects`, `MAP_ADDSLIPS` without.
+    /// Indexed: the slip and defect lists are binary-searched (the same results as DiskSim's
+    /// loops, [`G1Layout::ltop_scan`] in the tests).
     fn ltop_raw(&self, lbn: i64, defects: bool) -> (i64, i64, i64) {
+        let b = self.band_of_lbn(lbn);
+        let mut lbn = lbn - b.first_lbn + b.deadspace;
+        let surfaces = self.surfaces;
+        let spt = b.spt;
+        let bpc = spt * surfaces;
+        let (cyl, logical_head, sector) = match self.sparing {
+            Sparing::Tracks => {
+                let mut trackno = lbn / spt;
+                trackno += Self::slips_counted(b, 0, false, trackno);
+                if defects {
+                    if let Some(r) = Self::remap(&b.defects_first, trackno) {
+                        trackno = r;
+                    }
+                }
+                (trackno / surfaces, trackno % surfaces, lbn % spt)
+            }
+            Sparing::SectorsPerTrack => {
+                let lpt = spt - b.sparecnt;
+                let mut trackno = lbn / lpt;
+                lbn %= lpt;
+                let mut first = spt * trackno;
+                lbn += Self::slips_counted(b, first, false, lbn);
+                if defects {
+                    // Each entry is checked against the position the previous ones left.
+                    for &(d, r) in &b.defects {
+                        if d == first + lbn {
+                            trackno = r / spt;
+                            first = spt * trackno;
+                            lbn = r % spt;
+                        }
+                    }
+                }
+                assert!(lbn < spt, "slips crossed a track end (checked at load)");
+                (trackno / surfaces, trackno % surfaces, lbn)
+            }
+            Sparing::SectorsPerCylinder
+            | Sparing::SectorsPerCylinderSlipToEnd
+            | Sparing::SectorsAtZoneEnd => {
+                let to_end = self.sparing != Sparing::SectorsPerCylinder;
+                let lpc = bpc - b.sparecnt;
+                let mut cyl = lbn / lpc;
+                lbn %= lpc;
+                let first = cyl * bpc;
+                // `s / bpc < cyl` is `s < first` for the non-negative slips.
+                lbn += Self::slips_counted(b, first, to_end, lbn);
+                let remap = if defects {
+                    Self::remap(&b.defects_moved_first, first + lbn)
+                } else {
+                    None
+                };
+                if let Some(r) = remap {
+                    cyl = r / bpc;
+                    lbn = r % bpc;
+                } else {
+                    cyl += lbn / lpc;
+                    lbn %= lpc;
+                }
+                (cyl, lbn / spt, lbn % spt)
+            }
+            Sparing::SectorsPerRange => {
+                let bpr = bpc * self.rangesize;
+                let lpr = bpr - b.sparecnt;
+                let rangeno = lbn / lpr;
+                lbn %= lpr;
+                let first = rangeno * bpr;
+                lbn += Self::slips_counted(b, first, false, lbn);
+                if defects {
+                    if let Some(r) = Self::remap(&b.defects_moved_first, first + lbn) {
+                        lbn = r % bpr;
+                    }
+                }
+                (
+                    rangeno * self.rangesize + lbn / bpc,
+                    (lbn % bpc) / spt,
+                    lbn % spt,
+                )
+            }
+            Sparing::SectorsPerZone | Sparing::SectorsPerZoneSlipToEnd => {
+                lbn += Self::slips_counted(b, 0, false, lbn);
+                if defects {
+                    if let Some(r) = Self::remap(&b.defects_moved_first, lbn) {
+                        lbn = r;
+                    }
+                }
+                (lbn / bpc, (lbn % bpc) / spt, lbn % spt)
+            }
+            Sparing::None
+            | Sparing::SectorsPerCylinderAtFront
+            | Sparing::SectorsPerCylinderAtFrontSlipToEnd => {
+                unreachable!("rejected at load")
+            }
+        };
+        let cyl = cyl + b.startcyl;
+        (cyl, self.surfno(b, cyl, logical_head), sector)
+    }
+
+    /// The mapping as first written: DiskSim's loops over the slip and defect lists, verbatim.
+    /// The reference [`G1Layout::ltop_raw`] is tested against.
+    #[cfg(test)]
+    pub(crate) fn ltop_scan(&self, lbn: i64, defects: bool) -> (i64, i64, i64) {
         let b = self.band_of_lbn(lbn);
         let mut lbn = lbn - b.first_lbn + b.deadspace;
         let surfaces = self.surfaces;
@@ -488,6 +675,19 @@ impl G1Layout {
         };
         let cyl = cyl + b.startcyl;
         (cyl, self.surfno(b, cyl, logical_head), sector)
+    }
+
+    /// [`G1Layout::ltop_raw`] and the reference scan [`G1Layout::ltop_scan`] of `lbn`.
+    #[cfg(test)]
+    pub(crate) fn ltop_indexed_and_scanned(
+        &self,
+        lbn: u64,
+        defects: bool,
+    ) -> ((i64, i64, i64), (i64, i64, i64)) {
+        (
+            self.ltop_raw(lbn as i64, defects),
+            self.ltop_scan(lbn as i64, defects),
+        )
     }
 
     /// Physical position of `lbn` (DiskSim `MAP_FULL`).
@@ -624,7 +824,7 @@ impl G1Layout {
                 tracks += h;
             }
             let cutoff = tracks * b.spt;
-            slipoffs = b.slips.iter().filter(|&&x| x < cutoff).count() as i64;
+            slipoffs = b.slips_sorted.partition_point(|&x| x < cutoff) as i64;
         }
         a = addmult(a, slipoffs, b.sector_width, b.trkspace);
         addmult(a, s, b.sector_width, b.trkspace)
