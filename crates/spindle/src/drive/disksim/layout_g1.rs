@@ -20,6 +20,20 @@ use crate::drive::geometry::Chs;
 use crate::drive::layout_spec::{LayoutSpec, Mapping, Sparing};
 use crate::drive::spec::{DriveSpec, SkewUnit, ZoneSpec};
 use crate::drive::DriveError;
+use std::sync::Arc;
+
+/// A maximal run of LBNs on consecutive physical sectors of one track (what
+/// [`G1Layout::run_on_track`] measures), from its first LBN on.
+#[derive(Copy, Clone, Debug)]
+struct TrackRun {
+    first_lbn: u64,
+    cylinder: u32,
+    head: u32,
+    sector: u32,
+}
+
+/// LBNs per bucket of [`G1Layout::run_buckets`].
+const BUCKET_SHIFT: u32 = 8;
 
 /// One revolution in DiskSim's `dm_angle_t` units.
 const REV: i64 = 1 << 32;
@@ -65,6 +79,12 @@ pub struct G1Layout {
     rangesize: i64,
     bands: Vec<Band>,
     capacity: i64,
+    /// Every LBN's run, in LBN order (they tile the LBNs): the mapping with defects
+    /// (`MAP_FULL`) and the track runs as a table, computed once at load. Shared by clones
+    /// (an array clones its drive per disk).
+    runs: Arc<[TrackRun]>,
+    /// For each `2^BUCKET_SHIFT` LBNs, the index of the run holding the bucket's first LBN.
+    run_buckets: Arc<[u32]>,
 }
 
 /// DiskSim's `addmult`: `start + mult·q` modulo a revolution, plus `x` for every time the
@@ -136,6 +156,8 @@ impl G1Layout {
             rangesize: i64::from(layout.sparing_range_cylinders),
             bands: Vec::with_capacity(spec.zones.len()),
             capacity: 0,
+            runs: Arc::new([]),
+            run_buckets: Arc::new([]),
         };
         let mut prev_end: Option<u32> = None;
         for (i, (z, lz)) in spec.zones.iter().zip(&layout.zones).enumerate() {
@@ -177,6 +199,7 @@ impl G1Layout {
         }
         g.capacity = first;
         g.check_reach(spec)?;
+        g.build_runs()?;
         Ok(g)
     }
 
@@ -354,6 +377,57 @@ impl G1Layout {
             }
         }
         Ok(())
+    }
+
+    /// The run table: each run's first LBN, position and length from the computed mapping.
+    fn build_runs(&mut self) -> Result<(), DriveError> {
+        let mut runs = Vec::new();
+        for b in &self.bands {
+            let (mut l, end) = (b.first_lbn, b.first_lbn + b.blks);
+            while l < end {
+                let (c, h, s) = self.ltop_raw(l, true);
+                let n = i64::from(self.run_on_track_computed(l as u64));
+                runs.push(TrackRun {
+                    first_lbn: l as u64,
+                    cylinder: u32::try_from(c).expect("checked by check_reach"),
+                    head: u32::try_from(h).expect("head fits u32"),
+                    sector: u32::try_from(s).expect("sector fits u32"),
+                });
+                l += n;
+            }
+        }
+        if u32::try_from(runs.len()).is_err() {
+            return Err(DriveError::Invalid {
+                key: "layout".into(),
+                msg: format!("{} track runs; at most 2^32 supported", runs.len()),
+            });
+        }
+        let buckets = (self.capacity as u64 >> BUCKET_SHIFT) + 1;
+        let mut run_buckets = Vec::with_capacity(buckets as usize);
+        let mut i = 0usize;
+        for k in 0..buckets {
+            let lbn = k << BUCKET_SHIFT;
+            while i + 1 < runs.len() && runs[i + 1].first_lbn <= lbn {
+                i += 1;
+            }
+            run_buckets.push(i as u32);
+        }
+        self.runs = runs.into();
+        self.run_buckets = run_buckets.into();
+        Ok(())
+    }
+
+    /// Index of the run holding `lbn` (< capacity).
+    #[inline]
+    fn run_index(&self, lbn: u64) -> usize {
+        let k = (lbn >> BUCKET_SHIFT) as usize;
+        let lo = self.run_buckets[k] as usize;
+        let hi = match self.run_buckets.get(k + 1) {
+            Some(&h) => h as usize,
+            None => self.runs.len() - 1,
+        };
+        // runs[lo] starts at or before lbn; the run holding lbn is at most `hi`.
+        lo + self.runs[lo + 1..=hi].partition_point(|r| r.first_lbn <= lbn)
     }
 
     pub fn capacity(&self) -> u64 {
@@ -697,12 +771,28 @@ impl G1Layout {
             "lbn {lbn} beyond capacity {}",
             self.capacity
         );
-        let (c, h, s) = self.ltop_raw(lbn as i64, true);
+        let r = self.runs[self.run_index(lbn)];
         Chs {
-            cylinder: u32::try_from(c).expect("checked at load"),
-            head: u32::try_from(h).expect("head fits u32"),
-            sector: u32::try_from(s).expect("sector fits u32"),
+            cylinder: r.cylinder,
+            head: r.head,
+            sector: r.sector + (lbn - r.first_lbn) as u32,
         }
+    }
+
+    /// [`G1Layout::ltop`] and [`G1Layout::run_on_track`] from the run table and computed
+    /// (the mapping and the run search the table was built from).
+    #[cfg(test)]
+    pub(crate) fn table_and_computed(&self, lbn: u64) -> ((Chs, u32), (Chs, u32)) {
+        let (c, h, s) = self.ltop_raw(lbn as i64, true);
+        let computed = Chs {
+            cylinder: c as u32,
+            head: h as u32,
+            sector: s as u32,
+        };
+        (
+            (self.ltop(lbn), self.run_on_track(lbn)),
+            (computed, self.run_on_track_computed(lbn)),
+        )
     }
 
     /// Zone-relative position of a sector in LBN order (logical surface order).
@@ -765,6 +855,17 @@ impl G1Layout {
 
     /// How many LBNs from `lbn` on lie in consecutive physical sectors of one track.
     pub fn run_on_track(&self, lbn: u64) -> u32 {
+        assert!(lbn < self.capacity(), "lbn {lbn} beyond capacity");
+        let i = self.run_index(lbn);
+        let end = self
+            .runs
+            .get(i + 1)
+            .map_or(self.capacity as u64, |r| r.first_lbn);
+        u32::try_from(end - lbn).expect("a track run fits u32")
+    }
+
+    /// [`G1Layout::run_on_track`] from the mapping (the run table is built with it).
+    fn run_on_track_computed(&self, lbn: u64) -> u32 {
         let l = lbn as i64;
         let b = self.band_of_lbn(l);
         let (c, h, s) = self.ltop_raw(l, true);

@@ -773,6 +773,8 @@ fn indexed_equals_scan(p: &RandomLayout) -> Result<bool, TestCaseError> {
         return Ok(false);
     };
     for lbn in 0..g.capacity() {
+        let (table, computed) = g.table_and_computed(lbn);
+        prop_assert_eq!(table, computed, "lbn {} layout {:?}", lbn, spec.layout);
         for defects in [true, false] {
             let (indexed, scanned) = g.ltop_indexed_and_scanned(lbn, defects);
             prop_assert_eq!(
@@ -824,6 +826,31 @@ proptest! {
     #[test]
     fn indexed_mapping_equals_the_scan(p in random_layout()) {
         indexed_equals_scan(&p)?;
+    }
+}
+
+/// The run table of the six validation drives gives the computed position and track run of
+/// both ends of every run and of every 61st LBN (the random layouts above check every LBN).
+#[test]
+fn run_table_matches_the_computed_mapping_on_the_six_drives() {
+    if !shared_present() {
+        return;
+    }
+    for &(dir, parv, _) in DRIVES {
+        let spec = import(dir, parv);
+        let g = layout_g1::G1Layout::new(&spec).unwrap();
+        let mut next_run_start = 0;
+        for lbn in 0..g.capacity() {
+            let boundary = lbn == next_run_start || lbn + 1 == next_run_start;
+            if !boundary && lbn % 61 != 0 {
+                continue;
+            }
+            let (table, computed) = g.table_and_computed(lbn);
+            assert_eq!(table, computed, "{dir}: lbn {lbn}");
+            if lbn == next_run_start {
+                next_run_start += u64::from(table.1);
+            }
+        }
     }
 }
 
