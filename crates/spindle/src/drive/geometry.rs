@@ -385,6 +385,15 @@ impl Geometry {
         }
     }
 
+    /// `(lba_to_chs(lba), run_on_track(lba))`, with one lookup for a DiskSim layout.
+    #[inline]
+    pub fn chs_and_run(&self, lba: u64) -> (Chs, u32) {
+        if let Some(g1) = &self.g1 {
+            return g1.ltop_and_run(lba);
+        }
+        (self.lba_to_chs(lba), self.run_on_track(lba))
+    }
+
     /// How many LBAs from `lba` on lie in consecutive physical sectors of the same track.
     pub fn run_on_track(&self, lba: u64) -> u32 {
         assert!(lba < self.capacity_sectors(), "lba {lba} beyond capacity");
@@ -413,8 +422,7 @@ impl Geometry {
     #[inline]
     pub fn angle_index(&self, chs: Chs) -> (u32, u32) {
         if let Some(g1) = &self.g1 {
-            let spt = g1.sectors_per_track(chs.cylinder);
-            return (g1.angle_sector(chs, g1.angle(chs)), spt);
+            return g1.angle_index(chs);
         }
         let z = self.zone_of_cylinder(chs.cylinder);
         let spt = u64::from(z.sectors_per_track);

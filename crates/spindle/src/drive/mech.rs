@@ -297,6 +297,20 @@ impl Drive {
         }
     }
 
+    /// [`Drive::locate`], with the LBAs from `lba` on in consecutive sectors of its track
+    /// ([`Geometry::run_on_track`]) and its rotational index and sectors per track
+    /// ([`Geometry::angle_index`]).
+    #[inline]
+    fn locate_run(&self, lba: u64) -> (Target, u32, u64, u64) {
+        let (chs, run) = self.geometry.chs_and_run(lba);
+        let (idx, spt) = self.geometry.angle_index(chs);
+        let target = Target {
+            chs,
+            angle_ns: self.period_ns * u64::from(idx) / u64::from(spt),
+        };
+        (target, run, u64::from(idx), u64::from(spt))
+    }
+
     /// Arm movement from `from` to `to`: the seek curve (at least a head switch when heads
     /// differ), or a head switch alone within a cylinder; writes add the settle time.
     #[inline]
@@ -409,7 +423,7 @@ impl Drive {
             overhead: self.overhead(op),
             ..Access::default()
         };
-        let first = self.locate(lba);
+        let (first, mut on_track, mut idx, mut spt) = self.locate_run(lba);
         let (mut cyl, mut hd) = (head.cylinder, head.head);
         if let Some(via) = via_cylinder {
             a.seek += self.seek_curve(op).time(cyl.abs_diff(via));
@@ -430,9 +444,7 @@ impl Drive {
         let (mut lba, mut left, mut at) = (lba, sectors, first);
         let mut rest = runs[1..].iter();
         loop {
-            let run = self.geometry.run_on_track(lba).min(left);
-            let (idx, spt) = self.geometry.angle_index(at.chs);
-            let (idx, spt) = (u64::from(idx), u64::from(spt));
+            let run = on_track.min(left);
             let xfer =
                 Span(self.period_ns * (idx + u64::from(run)) / spt - self.period_ns * idx / spt);
             if let Some(times) = sector_times.as_deref_mut() {
@@ -451,7 +463,7 @@ impl Drive {
                 };
                 (lba, left) = (next.lba, next.sectors);
             }
-            at = self.locate(lba);
+            (at, on_track, idx, spt) = self.locate_run(lba);
             let switch = self.seek_span(cyl, hd, at.chs, op);
             a.switches += switch;
             t += switch;

@@ -386,7 +386,20 @@ impl G1Layout {
             let (mut l, end) = (b.first_lbn, b.first_lbn + b.blks);
             while l < end {
                 let (c, h, s) = self.ltop_raw(l, true);
-                let n = i64::from(self.run_on_track_computed(l as u64));
+                // Usually the rest of the track (or band) is one run: positions grow with
+                // the LBN, so without defects its last LBN in place means every LBN between
+                // is too. Else the search (the tests compare the table with it).
+                let bound = (b.spt - s).min(end - l);
+                let last = self.ltop_raw(l + bound - 1, true);
+                let n = if b.defects.is_empty()
+                    && last == (c, h, s + bound - 1)
+                    && self.position(b, last.0, last.1, last.2)
+                        == self.position(b, c, h, s) + bound - 1
+                {
+                    bound
+                } else {
+                    i64::from(self.run_on_track_computed(l as u64))
+                };
                 runs.push(TrackRun {
                     first_lbn: l as u64,
                     cylinder: u32::try_from(c).expect("checked by check_reach"),
@@ -779,6 +792,28 @@ impl G1Layout {
         }
     }
 
+    /// [`G1Layout::ltop`] and [`G1Layout::run_on_track`] of `lbn` with one table lookup.
+    #[inline]
+    pub fn ltop_and_run(&self, lbn: u64) -> (Chs, u32) {
+        assert!(
+            lbn < self.capacity(),
+            "lbn {lbn} beyond capacity {}",
+            self.capacity
+        );
+        let i = self.run_index(lbn);
+        let r = self.runs[i];
+        let end = self
+            .runs
+            .get(i + 1)
+            .map_or(self.capacity as u64, |n| n.first_lbn);
+        let chs = Chs {
+            cylinder: r.cylinder,
+            head: r.head,
+            sector: r.sector + (lbn - r.first_lbn) as u32,
+        };
+        (chs, u32::try_from(end - lbn).expect("a track run fits u32"))
+    }
+
     /// [`G1Layout::ltop`] and [`G1Layout::run_on_track`] from the run table and computed
     /// (the mapping and the run search the table was built from).
     #[cfg(test)]
@@ -900,12 +935,18 @@ impl G1Layout {
     /// DiskSim's `g1_map_pbn_skew`: the angle at which physical sector `chs` starts, in
     /// 2^-32 revolutions.
     pub fn angle(&self, chs: Chs) -> u32 {
+        let (b, _) = self.band_of_cyl(i64::from(chs.cylinder));
+        self.angle_in(b, chs)
+    }
+
+    /// [`G1Layout::angle`] on `chs`'s band `b`.
+    #[inline]
+    fn angle_in(&self, b: &Band, chs: Chs) -> u32 {
         let (c, h, s) = (
             i64::from(chs.cylinder),
             i64::from(chs.head),
             i64::from(chs.sector),
         );
-        let (b, _) = self.band_of_cyl(c);
         let cylno = c - b.startcyl;
         let surf = self.surfno(b, c, h);
         let switches = surf + (self.surfaces - 1) * cylno;
@@ -935,11 +976,27 @@ impl G1Layout {
     /// sector boundary (as `g1_ltop_0t` does).
     pub fn angle_sector(&self, chs: Chs, angle: u32) -> u32 {
         let (b, _) = self.band_of_cyl(i64::from(chs.cylinder));
+        Self::angle_sector_in(b, angle)
+    }
+
+    #[inline]
+    fn angle_sector_in(b: &Band, angle: u32) -> u32 {
         let w = b.sector_width;
         let mut idx = (angle / w) as i64 % b.spt;
         if !angle.is_multiple_of(w) {
             idx = (idx + 1) % b.spt;
         }
         idx as u32
+    }
+
+    /// `(angle_sector(chs, angle(chs)), sectors_per_track(chs.cylinder))` with one zone
+    /// lookup.
+    #[inline]
+    pub fn angle_index(&self, chs: Chs) -> (u32, u32) {
+        let (b, _) = self.band_of_cyl(i64::from(chs.cylinder));
+        (
+            Self::angle_sector_in(b, self.angle_in(b, chs)),
+            b.spt as u32,
+        )
     }
 }
