@@ -385,13 +385,15 @@ impl Geometry {
         }
     }
 
-    /// `(lba_to_chs(lba), run_on_track(lba))`, with one lookup for a DiskSim layout.
+    /// `(lba_to_chs(lba), run_on_track(lba), angle_index(lba_to_chs(lba)))`, with one
+    /// lookup for a DiskSim layout.
     #[inline]
-    pub fn chs_and_run(&self, lba: u64) -> (Chs, u32) {
+    pub fn locate(&self, lba: u64) -> (Chs, u32, (u32, u32)) {
         if let Some(g1) = &self.g1 {
-            return g1.ltop_and_run(lba);
+            return g1.locate(lba);
         }
-        (self.lba_to_chs(lba), self.run_on_track(lba))
+        let chs = self.lba_to_chs(lba);
+        (chs, self.run_on_track(lba), self.angle_index(chs))
     }
 
     /// How many LBAs from `lba` on lie in consecutive physical sectors of the same track.

@@ -302,8 +302,7 @@ impl Drive {
     /// ([`Geometry::angle_index`]).
     #[inline]
     fn locate_run(&self, lba: u64) -> (Target, u32, u64, u64) {
-        let (chs, run) = self.geometry.chs_and_run(lba);
-        let (idx, spt) = self.geometry.angle_index(chs);
+        let (chs, run, (idx, spt)) = self.geometry.locate(lba);
         let target = Target {
             chs,
             angle_ns: self.period_ns * u64::from(idx) / u64::from(spt),

@@ -22,6 +22,9 @@ use crate::drive::spec::{DriveSpec, SkewUnit, ZoneSpec};
 use crate::drive::DriveError;
 use std::sync::Arc;
 
+/// LBNs per bucket of [`G1Layout::run_buckets`].
+const BUCKET_SHIFT: u32 = 8;
+
 /// A maximal run of LBNs on consecutive physical sectors of one track (what
 /// [`G1Layout::run_on_track`] measures), from its first LBN on.
 #[derive(Copy, Clone, Debug)]
@@ -30,10 +33,9 @@ struct TrackRun {
     cylinder: u32,
     head: u32,
     sector: u32,
+    /// [`G1Layout::angle_index`] of the run's first sector.
+    angle_index: u32,
 }
-
-/// LBNs per bucket of [`G1Layout::run_buckets`].
-const BUCKET_SHIFT: u32 = 8;
 
 /// One revolution in DiskSim's `dm_angle_t` units.
 const REV: i64 = 1 << 32;
@@ -400,11 +402,17 @@ impl G1Layout {
                 } else {
                     i64::from(self.run_on_track_computed(l as u64))
                 };
-                runs.push(TrackRun {
-                    first_lbn: l as u64,
+                let chs = Chs {
                     cylinder: u32::try_from(c).expect("checked by check_reach"),
                     head: u32::try_from(h).expect("head fits u32"),
                     sector: u32::try_from(s).expect("sector fits u32"),
+                };
+                runs.push(TrackRun {
+                    first_lbn: l as u64,
+                    cylinder: chs.cylinder,
+                    head: chs.head,
+                    sector: chs.sector,
+                    angle_index: self.angle_index(chs).0,
                 });
                 l += n;
             }
@@ -792,9 +800,10 @@ impl G1Layout {
         }
     }
 
-    /// [`G1Layout::ltop`] and [`G1Layout::run_on_track`] of `lbn` with one table lookup.
+    /// `(ltop(lbn), run_on_track(lbn), angle_index(ltop(lbn)))` with one table lookup (the
+    /// angle from the table when `lbn` starts its run).
     #[inline]
-    pub fn ltop_and_run(&self, lbn: u64) -> (Chs, u32) {
+    pub fn locate(&self, lbn: u64) -> (Chs, u32, (u32, u32)) {
         assert!(
             lbn < self.capacity(),
             "lbn {lbn} beyond capacity {}",
@@ -811,22 +820,40 @@ impl G1Layout {
             head: r.head,
             sector: r.sector + (lbn - r.first_lbn) as u32,
         };
-        (chs, u32::try_from(end - lbn).expect("a track run fits u32"))
+        let run = u32::try_from(end - lbn).expect("a track run fits u32");
+        let angle = if lbn == r.first_lbn {
+            let (b, _) = self.band_of_cyl(i64::from(r.cylinder));
+            (r.angle_index, b.spt as u32)
+        } else {
+            self.angle_index(chs)
+        };
+        (chs, run, angle)
     }
 
-    /// [`G1Layout::ltop`] and [`G1Layout::run_on_track`] from the run table and computed
-    /// (the mapping and the run search the table was built from).
+    /// [`G1Layout::locate`] from the run table (which [`G1Layout::ltop`] and
+    /// [`G1Layout::run_on_track`] must agree with) and computed (the mapping, run search and
+    /// angle the table was built from).
     #[cfg(test)]
-    pub(crate) fn table_and_computed(&self, lbn: u64) -> ((Chs, u32), (Chs, u32)) {
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn table_and_computed(
+        &self,
+        lbn: u64,
+    ) -> ((Chs, u32, (u32, u32)), (Chs, u32, (u32, u32))) {
         let (c, h, s) = self.ltop_raw(lbn as i64, true);
         let computed = Chs {
             cylinder: c as u32,
             head: h as u32,
             sector: s as u32,
         };
+        let table = self.locate(lbn);
+        assert_eq!((self.ltop(lbn), self.run_on_track(lbn)), (table.0, table.1));
         (
-            (self.ltop(lbn), self.run_on_track(lbn)),
-            (computed, self.run_on_track_computed(lbn)),
+            table,
+            (
+                computed,
+                self.run_on_track_computed(lbn),
+                self.angle_index(computed),
+            ),
         )
     }
 
