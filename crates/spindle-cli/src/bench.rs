@@ -72,6 +72,10 @@ struct Outcome {
     wall_s: f64,
     /// Simulated requests per wall-clock second; every scenario runs on one core.
     requests_per_s: f64,
+    /// CPU time of the run (Linux schedstat; 0 where unavailable) and simulated requests
+    /// per CPU second: what other load on the machine disturbs least.
+    cpu_s: f64,
+    requests_per_cpu_s: f64,
     peak_rss_mb: f64,
     mean_latency_ms: f64,
     utilization: f64,
@@ -245,6 +249,7 @@ fn run_scenario(
     requests: u64,
 ) -> anyhow::Result<Outcome> {
     let text = experiment(s, model, trace, requests)?;
+    let cpu0 = cpu_s();
     let start = Instant::now();
     let exp =
         spindle::config::Experiment::parse(&text, &format!("bench scenario {}", s.name), &[])?;
@@ -252,6 +257,7 @@ fn run_scenario(
     let open_trace = crate::replay::opener(None);
     let report = exp.run(&read_file, &open_trace, &mut |_, _, _, _| {})?;
     let wall_s = start.elapsed().as_secs_f64();
+    let cpu = cpu_s() - cpu0;
     Ok(Outcome {
         scenario: s.name.to_string(),
         description: s.description.to_string(),
@@ -259,10 +265,34 @@ fn run_scenario(
         requests: report.requests_issued,
         wall_s,
         requests_per_s: report.requests_issued as f64 / wall_s,
+        cpu_s: cpu,
+        requests_per_cpu_s: if cpu > 0.0 {
+            report.requests_issued as f64 / cpu
+        } else {
+            0.0
+        },
         peak_rss_mb: peak_rss_mb(),
         mean_latency_ms: report.latency.all.mean_ms,
         utilization: report.mean_utilization(),
     })
+}
+
+/// CPU time (user + system) of this process, all threads, in seconds (Linux /proc/self/stat,
+/// in 1/100 s); 0 where unavailable.
+fn cpu_s() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // After the command name in parentheses: state is field 3, utime and stime 14 and 15.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(u), Some(s)) => (u + s) / 100.0,
+        _ => 0.0,
+    }
 }
 
 /// Peak resident set of this process (Linux VmHWM), in MB; 0 where unavailable.
@@ -417,17 +447,19 @@ pub fn run(args: BenchArgs, quiet: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "{:<6} {:<52} {:>10} {:>8} {:>14} {:>9} {:>7}",
-        "", "scenario", "requests", "wall s", "req/s/core", "peak MB", "util"
+        "{:<6} {:<52} {:>10} {:>8} {:>12} {:>8} {:>12} {:>8} {:>7}",
+        "", "scenario", "requests", "wall s", "req/s/core", "CPU s", "req/CPU-s", "peak MB", "util"
     );
     for r in &results {
         println!(
-            "{:<6} {:<52} {:>10} {:>8.3} {:>14.0} {:>9.1} {:>6.1}%",
+            "{:<6} {:<52} {:>10} {:>8.3} {:>12.0} {:>8.3} {:>12.0} {:>8.1} {:>6.1}%",
             format!("({})", r.scenario),
             r.description,
             r.requests,
             r.wall_s,
             r.requests_per_s,
+            r.cpu_s,
+            r.requests_per_cpu_s,
             r.peak_rss_mb,
             100.0 * r.utilization
         );
