@@ -33,8 +33,9 @@ struct TrackRun {
     cylinder: u32,
     head: u32,
     sector: u32,
-    /// [`G1Layout::angle_index`] of the run's first sector.
-    angle_index: u32,
+    /// The angle of the track's sector 0 after its skews and slip offsets
+    /// ([`G1Layout::track_angle`]): a sector's angle is one `addmult` from it.
+    track_angle: u32,
 }
 
 /// One revolution in DiskSim's `dm_angle_t` units.
@@ -412,7 +413,7 @@ impl G1Layout {
                     cylinder: chs.cylinder,
                     head: chs.head,
                     sector: chs.sector,
-                    angle_index: self.angle_index(chs).0,
+                    track_angle: self.track_angle(self.band_of_cyl(c).0, chs),
                 });
                 l += n;
             }
@@ -821,12 +822,14 @@ impl G1Layout {
             sector: r.sector + (lbn - r.first_lbn) as u32,
         };
         let run = u32::try_from(end - lbn).expect("a track run fits u32");
-        let angle = if lbn == r.first_lbn {
-            let (b, _) = self.band_of_cyl(i64::from(r.cylinder));
-            (r.angle_index, b.spt as u32)
-        } else {
-            self.angle_index(chs)
-        };
+        let (b, _) = self.band_of_cyl(i64::from(r.cylinder));
+        let a = addmult(
+            r.track_angle,
+            i64::from(chs.sector),
+            b.sector_width,
+            b.trkspace,
+        );
+        let angle = (Self::angle_sector_in(b, a), b.spt as u32);
         (chs, run, angle)
     }
 
@@ -969,11 +972,15 @@ impl G1Layout {
     /// [`G1Layout::angle`] on `chs`'s band `b`.
     #[inline]
     fn angle_in(&self, b: &Band, chs: Chs) -> u32 {
-        let (c, h, s) = (
-            i64::from(chs.cylinder),
-            i64::from(chs.head),
-            i64::from(chs.sector),
-        );
+        let a = self.track_angle(b, chs);
+        addmult(a, i64::from(chs.sector), b.sector_width, b.trkspace)
+    }
+
+    /// The angle of sector 0 of `chs`'s track (band `b`) after the skews and the slip
+    /// offsets: all of [`G1Layout::angle`] but the sector's own offset.
+    #[inline]
+    fn track_angle(&self, b: &Band, chs: Chs) -> u32 {
+        let (c, h) = (i64::from(chs.cylinder), i64::from(chs.head));
         let cylno = c - b.startcyl;
         let surf = self.surfno(b, c, h);
         let switches = surf + (self.surfaces - 1) * cylno;
@@ -995,8 +1002,7 @@ impl G1Layout {
             let cutoff = tracks * b.spt;
             slipoffs = b.slips_sorted.partition_point(|&x| x < cutoff) as i64;
         }
-        a = addmult(a, slipoffs, b.sector_width, b.trkspace);
-        addmult(a, s, b.sector_width, b.trkspace)
+        addmult(a, slipoffs, b.sector_width, b.trkspace)
     }
 
     /// DiskSim's sector index for an angle on a track of `chs`'s zone: rounded up to the next
