@@ -291,6 +291,14 @@ impl Drive {
     pub fn locate(&self, lba: u64) -> Target {
         let chs = self.geometry.lba_to_chs(lba);
         let (idx, spt) = self.geometry.angle_index(chs);
+        self.target(chs, idx, spt)
+    }
+
+    /// The [`Target`] of physical sector `chs`, whose rotational index is `idx` of `spt`:
+    /// the one place [`Drive::locate`] and the access loop ([`Drive::locate_run`]) turn a
+    /// position into the angle the head waits for.
+    #[inline]
+    fn target(&self, chs: Chs, idx: u32, spt: u32) -> Target {
         Target {
             chs,
             angle_ns: self.period_ns * u64::from(idx) / u64::from(spt),
@@ -303,10 +311,7 @@ impl Drive {
     #[inline]
     fn locate_run(&self, lba: u64) -> (Target, u32, u64, u64) {
         let (chs, run, (idx, spt)) = self.geometry.locate(lba);
-        let target = Target {
-            chs,
-            angle_ns: self.period_ns * u64::from(idx) / u64::from(spt),
-        };
+        let target = self.target(chs, idx, spt);
         (target, run, u64::from(idx), u64::from(spt))
     }
 
