@@ -1,17 +1,34 @@
-//! `spindle bench`: the simulator's speed (simulated requests per wall-clock second, one
-//! core) and peak memory on three standard scenarios on the Cheetah 9LP with random 4 KiB
-//! requests, 60 % reads:
+//! `spindle bench`: the simulator's speed (simulated requests per wall-clock second on one
+//! core) and peak memory on named scenarios, all with random 4 KiB requests, 60 % reads.
 //!
-//! - (a) closed loop, Q = 1, FCFS, 1,000,000 requests;
-//! - (b) open-loop replay of a generated 1,000,000-line DiskSim ASCII trace whose Poisson
-//!   arrival rate loads the disk to about 70 %, FCFS;
+//! On the built-in Cheetah 9LP (no on-disk buffer: the mechanical model and the schedulers):
+//!
+//! - (a) closed loop, Q = 1, FCFS;
+//! - (b) open-loop replay of a generated DiskSim ASCII trace whose Poisson arrival rate loads
+//!   the disk to about 70 % (measured from (a)), FCFS;
 //! - (c) the same trace with SATF and a 16-deep queue: replayed with `max_outstanding = 16`
 //!   and a speed-up large enough that the queue stays full, so every SATF decision weighs
 //!   16 candidates.
 //!
+//! On DiskSim's own Cheetah 9LP model (with its buffer: the controller path), the workloads
+//! of `../shared/tools/disksim-4.0/bench/` (`scripts/bench_vs_disksim.sh` runs them side by
+//! side with DiskSim):
+//!
+//! - (da) closed loop, Q = 1, FCFS;
+//! - (db) open-loop trace, FCFS: Poisson arrivals every 13.655943 ms on average (about 70 %
+//!   load), 4 KiB-aligned over DiskSim's 17,783,240 sectors, generated as that folder's
+//!   `gen_trace.py` does (same distribution, this generator's numbers);
+//! - (dc1) the same trace, SATF, at most 16 outstanding;
+//! - (dc2) closed loop, 16 outstanding, SATF.
+//!
+//! The DiskSim model is `--model PATH`, else `../shared/validation/disksim/cheetah9LP/
+//! cheetah9LP.parv` when present; without it those scenarios run on the built-in Cheetah 9LP
+//! and the table says so.
+//!
 //! Each scenario runs in a child process (`spindle bench --scenario X`) so its peak resident
-//! memory (VmHWM) is its own. Wall time counts the simulation, trace parsing included, not
-//! the trace generation.
+//! memory (VmHWM) is its own. Wall time counts the simulation (the drive model's import and
+//! trace parsing included), not the trace generation. A new scenario is one more entry of
+//! [`SCENARIOS`].
 
 use anyhow::{bail, Context};
 use clap::Args;
@@ -23,12 +40,20 @@ use std::time::Instant;
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Run one scenario in this process (a, b or c) and print its result as JSON.
+    /// Run one scenario in this process and print its result as JSON.
     #[arg(long, hide = true)]
     scenario: Option<String>,
-    /// The trace for scenarios b and c (generated when absent).
+    /// The trace for the scenario run with --scenario.
     #[arg(long, hide = true)]
     trace: Option<PathBuf>,
+    /// The drive model of the DiskSim scenarios (da, db, dc1, dc2): a DiskSim .parv, a
+    /// drive TOML or a built-in name. Default: ../shared/validation/disksim/cheetah9LP/
+    /// cheetah9LP.parv when present, else the built-in cheetah9lp (no buffer).
+    #[arg(long)]
+    model: Option<String>,
+    /// Run only these scenarios (comma-separated names, e.g. da,dc2).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
     /// Requests per scenario.
     #[arg(long, default_value_t = 1_000_000)]
     requests: u64,
@@ -41,73 +66,233 @@ pub struct BenchArgs {
 struct Outcome {
     scenario: String,
     description: String,
+    /// The drive model the scenario ran on.
+    model: String,
     requests: u64,
     wall_s: f64,
+    /// Simulated requests per wall-clock second; every scenario runs on one core.
     requests_per_s: f64,
+    /// CPU time of the run (Linux schedstat; 0 where unavailable) and simulated requests
+    /// per CPU second: what other load on the machine disturbs least.
+    cpu_s: f64,
+    requests_per_cpu_s: f64,
     peak_rss_mb: f64,
     mean_latency_ms: f64,
     utilization: f64,
 }
 
-const DRIVE: &str = "cheetah9lp";
+/// The built-in drive of scenarios a–c (and of the DiskSim ones when no model is found).
+const BUILTIN: &str = "cheetah9lp";
 
-/// A one-disk experiment on the bench drive with warm-up and cool-down off.
-fn experiment(scheduler: &str, workload: &str, requests: u64) -> String {
-    format!(
-        "seed = 1\n[drive]\nmodel = \"{DRIVE}\"\n[array]\ndisks = 1\nscheduler = \"{scheduler}\"\n\
-         {workload}\n[run]\nrequests = {requests}\nwarmup_requests = 0\ncooldown_requests = 0\n"
-    )
+/// The DiskSim model's default place, relative to the working directory (a checkout beside
+/// `shared/`), then to this crate's source.
+const DISKSIM_MODEL: &str = "shared/validation/disksim/cheetah9LP/cheetah9LP.parv";
+
+/// Which trace a scenario replays.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum TraceKind {
+    None,
+    /// Generated at 70 % of the built-in drive's Q = 1 service rate (measured in (a)).
+    Builtin,
+    /// `gen_trace.py`'s parameters: mean inter-arrival 13.655943 ms, DiskSim's capacity.
+    DiskSim,
+}
+
+/// Which drive a scenario runs on.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Model {
+    Builtin,
+    /// `--model`, the shared DiskSim Cheetah 9LP, or the built-in as a fallback.
+    DiskSim,
+}
+
+/// One named scenario: an experiment on `model`, possibly replaying a trace.
+struct Scenario {
+    name: &'static str,
+    description: &'static str,
+    model: Model,
+    trace: TraceKind,
+    /// Seed: 1 on the built-in drive (as before the DiskSim scenarios), 42 as in
+    /// `../shared/tools/disksim-4.0/bench/*.toml`.
+    seed: u64,
+    /// The scheduler, then the `[workload]` body (without the trace path).
+    scheduler: &'static str,
+    workload: &'static str,
+}
+
+const CLOSED_Q1: &str = "kind = \"closed\"\nqueue_depth = 1\nread_fraction = 0.6";
+const CLOSED_Q1_4K: &str = "kind = \"closed\"\nqueue_depth = 1\nread_fraction = 0.6\nsize_bytes = 4096\nalignment_bytes = 4096";
+const CLOSED_Q16_4K: &str = "kind = \"closed\"\nqueue_depth = 16\nread_fraction = 0.6\nsize_bytes = 4096\nalignment_bytes = 4096";
+
+/// The scenarios, in the order they run and print.
+const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "a",
+        description: "closed loop, Q=1, FCFS",
+        model: Model::Builtin,
+        seed: 1,
+        trace: TraceKind::None,
+        scheduler: "fcfs",
+        workload: CLOSED_Q1,
+    },
+    Scenario {
+        name: "b",
+        description: "open-loop trace replay (~70 % load), FCFS",
+        model: Model::Builtin,
+        seed: 1,
+        trace: TraceKind::Builtin,
+        scheduler: "fcfs",
+        workload: "",
+    },
+    Scenario {
+        name: "c",
+        description: "trace replay x1000, SATF, 16 outstanding",
+        model: Model::Builtin,
+        seed: 1,
+        trace: TraceKind::Builtin,
+        scheduler: "satf",
+        workload: "speedup = 1000.0\nmax_outstanding = 16",
+    },
+    Scenario {
+        name: "da",
+        description: "DiskSim model: closed loop, Q=1, FCFS",
+        model: Model::DiskSim,
+        seed: 42,
+        trace: TraceKind::None,
+        scheduler: "fcfs",
+        workload: CLOSED_Q1_4K,
+    },
+    Scenario {
+        name: "db",
+        description: "DiskSim model: open-loop trace (~70 % load), FCFS",
+        model: Model::DiskSim,
+        seed: 42,
+        trace: TraceKind::DiskSim,
+        scheduler: "fcfs",
+        workload: "",
+    },
+    Scenario {
+        name: "dc1",
+        description: "DiskSim model: same trace, SATF, <= 16 outstanding",
+        model: Model::DiskSim,
+        seed: 42,
+        trace: TraceKind::DiskSim,
+        scheduler: "satf",
+        workload: "max_outstanding = 16",
+    },
+    Scenario {
+        name: "dc2",
+        description: "DiskSim model: closed loop, Q=16, SATF",
+        model: Model::DiskSim,
+        seed: 42,
+        trace: TraceKind::None,
+        scheduler: "satf",
+        workload: CLOSED_Q16_4K,
+    },
+];
+
+fn scenario(name: &str) -> anyhow::Result<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.name == name).with_context(|| {
+        let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+        format!("unknown scenario {name:?}; one of {}", names.join(", "))
+    })
+}
+
+/// The DiskSim scenarios' model: `--model`, else the shared Cheetah 9LP when present, else
+/// the built-in.
+fn disksim_model(arg: Option<&str>) -> String {
+    if let Some(m) = arg {
+        return m.to_string();
+    }
+    let candidates = [
+        Path::new("..").join(DISKSIM_MODEL),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../..")
+            .join(DISKSIM_MODEL),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.exists())
+        .and_then(|p| p.canonicalize().ok())
+        .map_or_else(|| BUILTIN.to_string(), |p| p.display().to_string())
+}
+
+/// The experiment of scenario `s` on `model`, replaying `trace` if it has one.
+fn experiment(
+    s: &Scenario,
+    model: &str,
+    trace: Option<&Path>,
+    requests: u64,
+) -> anyhow::Result<String> {
+    let workload = match s.trace {
+        TraceKind::None => s.workload.to_string(),
+        TraceKind::Builtin | TraceKind::DiskSim => {
+            let path = trace.with_context(|| format!("scenario {} needs --trace", s.name))?;
+            format!(
+                "kind = \"trace\"\n[workload.trace]\npath = {:?}\nformat = \"disksim\"\n{}",
+                path.display().to_string(),
+                s.workload
+            )
+        }
+    };
+    Ok(format!(
+        "seed = {}\n[drive]\nmodel = {model:?}\n[array]\ndisks = 1\nscheduler = \"{}\"\n\
+         [workload]\n{workload}\n[run]\nrequests = {requests}\nwarmup_requests = 0\ncooldown_requests = 0\n",
+        s.seed, s.scheduler
+    ))
 }
 
 fn run_scenario(
-    name: &str,
+    s: &Scenario,
+    model: &str,
     trace: Option<&Path>,
     requests: u64,
-    rate: f64,
 ) -> anyhow::Result<Outcome> {
-    let trace_workload = |extra: &str| -> anyhow::Result<String> {
-        let path = trace.context("scenarios b and c need --trace")?;
-        Ok(format!("[workload]\nkind = \"trace\"\n[workload.trace]\npath = {:?}\nformat = \"disksim\"\n{extra}", path.display().to_string()))
-    };
-    let (text, description) = match name {
-        "a" => (
-            experiment(
-                "fcfs",
-                "[workload]\nkind = \"closed\"\nqueue_depth = 1\nread_fraction = 0.6",
-                requests,
-            ),
-            "closed loop, Q=1, FCFS".to_string(),
-        ),
-        "b" => (
-            experiment("fcfs", &trace_workload("")?, requests),
-            format!("open-loop DiskSim trace replay at {rate:.0} IOPS (~70 % load), FCFS"),
-        ),
-        "c" => (
-            experiment(
-                "satf",
-                &trace_workload("speedup = 1000.0\nmax_outstanding = 16\n")?,
-                requests,
-            ),
-            "DiskSim trace replay, SATF, 16 outstanding".to_string(),
-        ),
-        other => bail!("unknown scenario {other:?}; use a, b or c"),
-    };
-    let exp = spindle::config::Experiment::parse(&text, &format!("bench scenario {name}"), &[])?;
+    let text = experiment(s, model, trace, requests)?;
+    let cpu0 = cpu_s();
+    let start = Instant::now();
+    let exp =
+        spindle::config::Experiment::parse(&text, &format!("bench scenario {}", s.name), &[])?;
     let read_file = crate::run_cmd::reader_relative_to(None);
     let open_trace = crate::replay::opener(None);
-    let start = Instant::now();
     let report = exp.run(&read_file, &open_trace, &mut |_, _, _, _| {})?;
     let wall_s = start.elapsed().as_secs_f64();
+    let cpu = cpu_s() - cpu0;
     Ok(Outcome {
-        scenario: name.to_string(),
-        description,
+        scenario: s.name.to_string(),
+        description: s.description.to_string(),
+        model: model.to_string(),
         requests: report.requests_issued,
         wall_s,
         requests_per_s: report.requests_issued as f64 / wall_s,
+        cpu_s: cpu,
+        requests_per_cpu_s: if cpu > 0.0 {
+            report.requests_issued as f64 / cpu
+        } else {
+            0.0
+        },
         peak_rss_mb: peak_rss_mb(),
         mean_latency_ms: report.latency.all.mean_ms,
         utilization: report.mean_utilization(),
     })
+}
+
+/// CPU time (user + system) of this process, all threads, in seconds (Linux /proc/self/stat,
+/// in 1/100 s); 0 where unavailable.
+fn cpu_s() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // After the command name in parentheses: state is field 3, utime and stime 14 and 15.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(u), Some(s)) => (u + s) / 100.0,
+        _ => 0.0,
+    }
 }
 
 /// Peak resident set of this process (Linux VmHWM), in MB; 0 where unavailable.
@@ -127,16 +312,16 @@ fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// Writes `n` random 4 KiB requests, 60 % reads, Poisson at `rate` IOPS, as DiskSim ASCII.
-fn generate_trace(path: &Path, n: u64, rate: f64, capacity_sectors: u64) -> anyhow::Result<()> {
-    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(42);
+/// Writes `n` random 4 KiB requests (4 KiB-aligned, uniform over `slots` 8-sector slots),
+/// 60 % reads, Poisson with mean inter-arrival `mean_ms`, as DiskSim ASCII.
+fn generate_trace(path: &Path, n: u64, mean_ms: f64, slots: u64, seed: u64) -> anyhow::Result<()> {
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
     let file = std::fs::File::create(path).with_context(|| format!("{}", path.display()))?;
     let mut w = std::io::BufWriter::new(file);
     let mut t_ms = 0.0f64;
-    let slots = capacity_sectors / 8;
     for _ in 0..n {
         let u: f64 = rng.gen::<f64>().max(f64::MIN_POSITIVE);
-        t_ms += -u.ln() / rate * 1e3;
+        t_ms += -u.ln() * mean_ms;
         let lba = rng.gen_range(0..slots) * 8;
         let flags = if rng.gen::<f64>() < 0.6 { 1 } else { 0 };
         writeln!(w, "{t_ms:.6} 0 {lba} 8 {flags}")?;
@@ -145,81 +330,145 @@ fn generate_trace(path: &Path, n: u64, rate: f64, capacity_sectors: u64) -> anyh
     Ok(())
 }
 
+/// `gen_trace.py`'s mean inter-arrival and slots (DiskSim's synthio capacity, the last slot
+/// never used).
+const DISKSIM_MEAN_MS: f64 = 13.655943;
+const DISKSIM_SLOTS: u64 = 17_783_240 / 8 - 1;
+
 pub fn run(args: BenchArgs, quiet: bool) -> anyhow::Result<()> {
-    if let Some(s) = &args.scenario {
-        let rate = std::env::var("SPINDLE_BENCH_RATE")
-            .ok()
-            .and_then(|r| r.parse().ok())
-            .unwrap_or(0.0);
-        let out = run_scenario(s, args.trace.as_deref(), args.requests, rate)?;
+    if let Some(name) = &args.scenario {
+        let s = scenario(name)?;
+        let model = args.model.clone().unwrap_or_else(|| BUILTIN.to_string());
+        let out = run_scenario(s, &model, args.trace.as_deref(), args.requests)?;
         println!("{}", serde_json::to_string(&out)?);
         return Ok(());
     }
-    let exe = std::env::current_exe().context("locating the spindle binary")?;
-    let child = |scenario: &str, trace: Option<&Path>, rate: f64| -> anyhow::Result<Outcome> {
-        let mut cmd = std::process::Command::new(&exe);
-        cmd.args([
-            "bench",
-            "--scenario",
-            scenario,
-            "--requests",
-            &args.requests.to_string(),
-        ]);
-        cmd.env("SPINDLE_BENCH_RATE", rate.to_string());
-        if let Some(t) = trace {
-            cmd.arg("--trace").arg(t);
-        }
-        let out = cmd.output().context("running a bench scenario")?;
-        if !out.status.success() {
-            bail!(
-                "scenario {scenario} failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        Ok(serde_json::from_slice(&out.stdout)?)
+    let selected: Vec<&Scenario> = if args.only.is_empty() {
+        SCENARIOS.iter().collect()
+    } else {
+        args.only
+            .iter()
+            .map(|n| scenario(n))
+            .collect::<anyhow::Result<_>>()?
     };
     let say = |m: &str| {
         if !quiet {
             eprintln!("{m}");
         }
     };
-    say("bench (a): closed loop, Q=1, FCFS …");
-    let a = child("a", None, 0.0)?;
-    // Poisson arrivals at 70 % of the Q = 1 service rate load the disk to about 70 %.
-    let rate = 0.7 * 1e3 / a.mean_latency_ms;
-    let dir = tempdir()?;
-    let trace = dir.join("bench.disksim.txt");
-    say(&format!(
-        "generating a {}-line DiskSim trace at {rate:.0} IOPS …",
-        args.requests
-    ));
-    let capacity = spindle::drive::builtin_drive(DRIVE)?.capacity_sectors();
-    generate_trace(&trace, args.requests, rate, capacity)?;
-    say("bench (b): open-loop replay, FCFS …");
-    let b = child("b", Some(&trace), rate)?;
-    say("bench (c): replay, SATF, 16 outstanding …");
-    let c = child("c", Some(&trace), rate)?;
-    let _ = std::fs::remove_dir_all(&dir);
-    let results = [a, b, c];
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&results)?);
-    } else {
-        println!(
-            "{:<3} {:<58} {:>10} {:>8} {:>14} {:>9} {:>8}",
-            "", "scenario", "requests", "wall s", "requests/s", "peak MB", "util"
-        );
-        for r in &results {
-            println!(
-                "({}) {:<58} {:>10} {:>8.3} {:>14.0} {:>9.1} {:>7.1}%",
-                r.scenario,
-                r.description,
-                r.requests,
-                r.wall_s,
-                r.requests_per_s,
-                r.peak_rss_mb,
-                100.0 * r.utilization
+    let disksim = disksim_model(args.model.as_deref());
+    if selected.iter().any(|s| s.model == Model::DiskSim) {
+        if disksim == BUILTIN {
+            say(&format!(
+                "DiskSim scenarios: the DiskSim Cheetah 9LP model (../{DISKSIM_MODEL}) is absent: they run on the built-in {BUILTIN} (no buffer); --model PATH to choose"
+            ));
+        } else {
+            say(&format!("DiskSim scenarios: model {disksim}"));
+        }
+    }
+    let exe = std::env::current_exe().context("locating the spindle binary")?;
+    let child = |s: &Scenario, model: &str, trace: Option<&Path>| -> anyhow::Result<Outcome> {
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args([
+            "bench",
+            "--scenario",
+            s.name,
+            "--requests",
+            &args.requests.to_string(),
+            "--model",
+            model,
+        ]);
+        if let Some(t) = trace {
+            cmd.arg("--trace").arg(t);
+        }
+        let out = cmd.output().context("running a bench scenario")?;
+        if !out.status.success() {
+            bail!(
+                "scenario {} failed: {}",
+                s.name,
+                String::from_utf8_lossy(&out.stderr)
             );
         }
+        Ok(serde_json::from_slice(&out.stdout)?)
+    };
+    let dir = tempdir()?;
+    let mut builtin_trace: Option<PathBuf> = None;
+    let mut disksim_trace: Option<PathBuf> = None;
+    let mut results: Vec<Outcome> = Vec::new();
+    for s in &selected {
+        let model = match s.model {
+            Model::Builtin => BUILTIN,
+            Model::DiskSim => disksim.as_str(),
+        };
+        let trace = match s.trace {
+            TraceKind::None => None,
+            TraceKind::Builtin => {
+                if builtin_trace.is_none() {
+                    // Poisson arrivals at 70 % of the Q = 1 service rate load the disk to
+                    // about 70 %.
+                    let q1_ms = match results.iter().find(|r| r.scenario == "a") {
+                        Some(a) => a.mean_latency_ms,
+                        None => {
+                            say("bench (a) for the trace's rate …");
+                            child(scenario("a")?, BUILTIN, None)?.mean_latency_ms
+                        }
+                    };
+                    let path = dir.join("builtin.disksim.txt");
+                    say(&format!(
+                        "generating a {}-line DiskSim trace at {:.0} IOPS …",
+                        args.requests,
+                        0.7 * 1e3 / q1_ms
+                    ));
+                    let slots = spindle::drive::builtin_drive(BUILTIN)?.capacity_sectors() / 8;
+                    generate_trace(&path, args.requests, q1_ms / 0.7, slots, 42)?;
+                    builtin_trace = Some(path);
+                }
+                builtin_trace.as_deref()
+            }
+            TraceKind::DiskSim => {
+                if disksim_trace.is_none() {
+                    let path = dir.join("rand4k.disksim.txt");
+                    say(&format!(
+                        "generating a {}-line DiskSim trace, mean inter-arrival {DISKSIM_MEAN_MS} ms …",
+                        args.requests
+                    ));
+                    generate_trace(&path, args.requests, DISKSIM_MEAN_MS, DISKSIM_SLOTS, 12345)?;
+                    disksim_trace = Some(path);
+                }
+                disksim_trace.as_deref()
+            }
+        };
+        say(&format!("bench ({}): {} …", s.name, s.description));
+        results.push(child(s, model, trace)?);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+        return Ok(());
+    }
+    println!(
+        "{:<6} {:<52} {:>10} {:>8} {:>12} {:>8} {:>12} {:>8} {:>7}",
+        "", "scenario", "requests", "wall s", "req/s/core", "CPU s", "req/CPU-s", "peak MB", "util"
+    );
+    for r in &results {
+        println!(
+            "{:<6} {:<52} {:>10} {:>8.3} {:>12.0} {:>8.3} {:>12.0} {:>8.1} {:>6.1}%",
+            format!("({})", r.scenario),
+            r.description,
+            r.requests,
+            r.wall_s,
+            r.requests_per_s,
+            r.cpu_s,
+            r.requests_per_cpu_s,
+            r.peak_rss_mb,
+            100.0 * r.utilization
+        );
+    }
+    if results
+        .iter()
+        .any(|r| scenario(&r.scenario).is_ok_and(|s| s.model == Model::DiskSim))
+    {
+        println!("DiskSim model: {disksim}");
     }
     Ok(())
 }

@@ -255,16 +255,25 @@ fn drives_list_and_show() {
 }
 
 #[test]
-fn bench_runs_its_three_scenarios() {
+fn bench_runs_its_builtin_scenarios() {
     // A smoke test of the benchmark's plumbing on a small request count; speed is measured by
     // `spindle bench` itself, never asserted in a test.
-    let o = spindle(&["bench", "--requests", "20000", "--json", "--quiet"]);
+    let o = spindle(&[
+        "bench",
+        "--only",
+        "a,b,c",
+        "--requests",
+        "20000",
+        "--json",
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), 3);
     for r in rows {
         assert_eq!(r["requests"].as_u64(), Some(20000), "{r}");
+        assert_eq!(r["model"].as_str(), Some("cheetah9lp"), "{r}");
     }
     // Scenario b's arrival rate was chosen for ~70 % utilisation; Poisson sampling over 20,000
     // requests keeps it within a few points.
@@ -273,6 +282,55 @@ fn bench_runs_its_three_scenarios() {
         (0.62..0.78).contains(&util_b),
         "scenario b utilisation {util_b}"
     );
+}
+
+#[test]
+fn bench_runs_the_disksim_scenarios_on_the_model_it_names() {
+    let o = spindle(&[
+        "bench",
+        "--only",
+        "da,db,dc1,dc2",
+        "--requests",
+        "3000",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["scenario"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["da", "db", "dc1", "dc2"]);
+    // The shared DiskSim model when present, else the built-in; stderr says which.
+    let expect = match shared("validation/disksim/cheetah9LP/cheetah9LP.parv") {
+        Some(p) => p.canonicalize().unwrap().display().to_string(),
+        None => "cheetah9lp".to_string(),
+    };
+    for r in rows {
+        assert_eq!(r["requests"].as_u64(), Some(3000), "{r}");
+        assert_eq!(r["model"].as_str(), Some(expect.as_str()), "{r}");
+        assert!(r["peak_rss_mb"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    assert!(stderr(&o).contains("DiskSim scenarios:"), "{}", stderr(&o));
+    // --model chooses the drive.
+    let o = spindle(&[
+        "bench",
+        "--only",
+        "da",
+        "--requests",
+        "500",
+        "--model",
+        "hp97560",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["model"].as_str(), Some("hp97560"));
+    // An unknown scenario is an error naming the known ones.
+    let o = spindle(&["bench", "--only", "zz", "--quiet"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("dc2"), "{}", stderr(&o));
 }
 
 fn shared(rel: &str) -> Option<std::path::PathBuf> {

@@ -385,6 +385,17 @@ impl Geometry {
         }
     }
 
+    /// `(lba_to_chs(lba), run_on_track(lba), angle_index(lba_to_chs(lba)))`, with one
+    /// lookup for a DiskSim layout.
+    #[inline]
+    pub fn locate(&self, lba: u64) -> (Chs, u32, (u32, u32)) {
+        if let Some(g1) = &self.g1 {
+            return g1.locate(lba);
+        }
+        let chs = self.lba_to_chs(lba);
+        (chs, self.run_on_track(lba), self.angle_index(chs))
+    }
+
     /// How many LBAs from `lba` on lie in consecutive physical sectors of the same track.
     pub fn run_on_track(&self, lba: u64) -> u32 {
         assert!(lba < self.capacity_sectors(), "lba {lba} beyond capacity");
@@ -413,8 +424,7 @@ impl Geometry {
     #[inline]
     pub fn angle_index(&self, chs: Chs) -> (u32, u32) {
         if let Some(g1) = &self.g1 {
-            let spt = g1.sectors_per_track(chs.cylinder);
-            return (g1.angle_sector(chs, g1.angle(chs)), spt);
+            return g1.angle_index(chs);
         }
         let z = self.zone_of_cylinder(chs.cylinder);
         let spt = u64::from(z.sectors_per_track);

@@ -291,17 +291,33 @@ impl Drive {
     #[inline]
     pub fn locate(&self, lba: u64) -> Target {
         let chs = self.geometry.lba_to_chs(lba);
+        let (idx, spt) = self.geometry.angle_index(chs);
+        self.target(chs, idx, spt)
+    }
+
+    /// The [`Target`] of physical sector `chs`, whose rotational index is `idx` of `spt`:
+    /// the one place [`Drive::locate`] and the access loop ([`Drive::locate_run`]) turn a
+    /// position into the angle the head waits for.
+    #[inline]
+    fn target(&self, chs: Chs, idx: u32, spt: u32) -> Target {
         let angle_ns = match self.geometry.g1_angle_ticks(chs) {
             // A DiskSim layout: the sector's exact start angle (`dm_pbn_skew`), which skews
             // in revolutions put between sector boundaries; DiskSim's rotational latency
             // waits for that angle (`dm_latency_g1`).
             Some(ticks) => ((u128::from(self.period_ns) * u128::from(ticks)) >> 32) as u64,
-            None => {
-                let (idx, spt) = self.geometry.angle_index(chs);
-                self.period_ns * u64::from(idx) / u64::from(spt)
-            }
+            None => self.period_ns * u64::from(idx) / u64::from(spt),
         };
         Target { chs, angle_ns }
+    }
+
+    /// [`Drive::locate`], with the LBAs from `lba` on in consecutive sectors of its track
+    /// ([`Geometry::run_on_track`]) and its rotational index and sectors per track
+    /// ([`Geometry::angle_index`]).
+    #[inline]
+    fn locate_run(&self, lba: u64) -> (Target, u32, u64, u64) {
+        let (chs, run, (idx, spt)) = self.geometry.locate(lba);
+        let target = self.target(chs, idx, spt);
+        (target, run, u64::from(idx), u64::from(spt))
     }
 
     /// Arm movement from `from` to `to`: the seek curve (at least a head switch when heads
@@ -416,7 +432,7 @@ impl Drive {
             overhead: self.overhead(op),
             ..Access::default()
         };
-        let first = self.locate(lba);
+        let (first, mut on_track, mut idx, mut spt) = self.locate_run(lba);
         let (mut cyl, mut hd) = (head.cylinder, head.head);
         if let Some(via) = via_cylinder {
             a.seek += self.seek_curve(op).time(cyl.abs_diff(via));
@@ -437,9 +453,7 @@ impl Drive {
         let (mut lba, mut left, mut at) = (lba, sectors, first);
         let mut rest = runs[1..].iter();
         loop {
-            let run = self.geometry.run_on_track(lba).min(left);
-            let (idx, spt) = self.geometry.angle_index(at.chs);
-            let (idx, spt) = (u64::from(idx), u64::from(spt));
+            let run = on_track.min(left);
             let xfer =
                 Span(self.period_ns * (idx + u64::from(run)) / spt - self.period_ns * idx / spt);
             if let Some(times) = sector_times.as_deref_mut() {
@@ -458,7 +472,7 @@ impl Drive {
                 };
                 (lba, left) = (next.lba, next.sectors);
             }
-            at = self.locate(lba);
+            (at, on_track, idx, spt) = self.locate_run(lba);
             let switch = self.seek_span(cyl, hd, at.chs, op);
             a.switches += switch;
             t += switch;

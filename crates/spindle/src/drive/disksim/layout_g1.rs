@@ -20,6 +20,23 @@ use crate::drive::geometry::Chs;
 use crate::drive::layout_spec::{LayoutSpec, Mapping, Sparing};
 use crate::drive::spec::{DriveSpec, SkewUnit, ZoneSpec};
 use crate::drive::DriveError;
+use std::sync::Arc;
+
+/// LBNs per bucket of [`G1Layout::run_buckets`].
+const BUCKET_SHIFT: u32 = 8;
+
+/// A maximal run of LBNs on consecutive physical sectors of one track (what
+/// [`G1Layout::run_on_track`] measures), from its first LBN on.
+#[derive(Copy, Clone, Debug)]
+struct TrackRun {
+    first_lbn: u64,
+    cylinder: u32,
+    head: u32,
+    sector: u32,
+    /// The angle of the track's sector 0 after its skews and slip offsets
+    /// ([`G1Layout::track_angle`]): a sector's angle is one `addmult` from it.
+    track_angle: u32,
+}
 
 /// One revolution in DiskSim's `dm_angle_t` units.
 const REV: i64 = 1 << 32;
@@ -32,8 +49,20 @@ struct Band {
     spt: i64,
     deadspace: i64,
     sparecnt: i64,
+    /// In the file's order (DiskSim's loops over it depend on the order).
     slips: Vec<i64>,
+    /// `slips[j] - j` when the slips are strictly increasing, else `None`. Then the mapping's
+    /// slip loops stop counting at the first slip past their target (every later slip is
+    /// further still), and the count is a binary search over these non-decreasing keys.
+    slip_keys: Option<Vec<i64>>,
+    /// The slips in increasing order (counting those below a bound does not depend on order).
+    slips_sorted: Vec<i64>,
     defects: Vec<(i64, i64)>,
+    /// The first `(defect, replacement)` entry of each defective unit, sorted by unit: what
+    /// `defects.iter().find(|(d, _)| *d == x)` returns.
+    defects_first: Vec<(i64, i64)>,
+    /// The same over the entries whose replacement differs from the defect.
+    defects_moved_first: Vec<(i64, i64)>,
     /// LBNs in the band (`blksinband`) and the band's first LBN.
     blks: i64,
     first_lbn: i64,
@@ -53,6 +82,12 @@ pub struct G1Layout {
     rangesize: i64,
     bands: Vec<Band>,
     capacity: i64,
+    /// Every LBN's run, in LBN order (they tile the LBNs): the mapping with defects
+    /// (`MAP_FULL`) and the track runs as a table, computed once at load. Shared by clones
+    /// (an array clones its drive per disk).
+    runs: Arc<[TrackRun]>,
+    /// For each `2^BUCKET_SHIFT` LBNs, the index of the run holding the bucket's first LBN.
+    run_buckets: Arc<[u32]>,
 }
 
 /// DiskSim's `addmult`: `start + mult·q` modulo a revolution, plus `x` for every time the
@@ -124,6 +159,8 @@ impl G1Layout {
             rangesize: i64::from(layout.sparing_range_cylinders),
             bands: Vec::with_capacity(spec.zones.len()),
             capacity: 0,
+            runs: Arc::new([]),
+            run_buckets: Arc::new([]),
         };
         let mut prev_end: Option<u32> = None;
         for (i, (z, lz)) in spec.zones.iter().zip(&layout.zones).enumerate() {
@@ -165,6 +202,7 @@ impl G1Layout {
         }
         g.capacity = first;
         g.check_reach(spec)?;
+        g.build_runs()?;
         Ok(g)
     }
 
@@ -281,6 +319,29 @@ impl G1Layout {
             }
             _ => {}
         }
+        let increasing = slips.windows(2).all(|w| w[0] < w[1]);
+        let slip_keys = increasing.then(|| {
+            slips
+                .iter()
+                .enumerate()
+                .map(|(j, &s)| s - j as i64)
+                .collect()
+        });
+        let mut slips_sorted = slips.clone();
+        slips_sorted.sort_unstable();
+        let first_per_unit = |moved_only: bool| {
+            let mut v: Vec<(i64, i64)> = defects
+                .iter()
+                .copied()
+                .filter(|&(d, r)| !moved_only || r != d)
+                .collect();
+            // Stable: the first entry of each unit stays first, and dedup keeps it.
+            v.sort_by_key(|&(d, _)| d);
+            v.dedup_by_key(|&mut (d, _)| d);
+            v
+        };
+        let defects_first = first_per_unit(false);
+        let defects_moved_first = first_per_unit(true);
         Ok(Band {
             startcyl: i64::from(z.first_cylinder),
             endcyl: i64::from(z.last_cylinder),
@@ -288,7 +349,11 @@ impl G1Layout {
             deadspace,
             sparecnt,
             slips,
+            slip_keys,
+            slips_sorted,
             defects,
+            defects_first,
+            defects_moved_first,
             blks,
             first_lbn: 0,
             firstblkangle: to_angle(lz.first_block_offset, lkey("first_block_offset"))?,
@@ -315,6 +380,76 @@ impl G1Layout {
             }
         }
         Ok(())
+    }
+
+    /// The run table: each run's first LBN, position and length from the computed mapping.
+    fn build_runs(&mut self) -> Result<(), DriveError> {
+        let mut runs = Vec::new();
+        for b in &self.bands {
+            let (mut l, end) = (b.first_lbn, b.first_lbn + b.blks);
+            while l < end {
+                let (c, h, s) = self.ltop_raw(l, true);
+                // Usually the rest of the track (or band) is one run: positions grow with
+                // the LBN, so without defects its last LBN in place means every LBN between
+                // is too. Else the search (the tests compare the table with it).
+                let bound = (b.spt - s).min(end - l);
+                let last = self.ltop_raw(l + bound - 1, true);
+                let n = if b.defects.is_empty()
+                    && last == (c, h, s + bound - 1)
+                    && self.position(b, last.0, last.1, last.2)
+                        == self.position(b, c, h, s) + bound - 1
+                {
+                    bound
+                } else {
+                    i64::from(self.run_on_track_computed(l as u64))
+                };
+                let chs = Chs {
+                    cylinder: u32::try_from(c).expect("checked by check_reach"),
+                    head: u32::try_from(h).expect("head fits u32"),
+                    sector: u32::try_from(s).expect("sector fits u32"),
+                };
+                runs.push(TrackRun {
+                    first_lbn: l as u64,
+                    cylinder: chs.cylinder,
+                    head: chs.head,
+                    sector: chs.sector,
+                    track_angle: self.track_angle(self.band_of_cyl(c).0, chs),
+                });
+                l += n;
+            }
+        }
+        if u32::try_from(runs.len()).is_err() {
+            return Err(DriveError::Invalid {
+                key: "layout".into(),
+                msg: format!("{} track runs; at most 2^32 supported", runs.len()),
+            });
+        }
+        let buckets = (self.capacity as u64 >> BUCKET_SHIFT) + 1;
+        let mut run_buckets = Vec::with_capacity(buckets as usize);
+        let mut i = 0usize;
+        for k in 0..buckets {
+            let lbn = k << BUCKET_SHIFT;
+            while i + 1 < runs.len() && runs[i + 1].first_lbn <= lbn {
+                i += 1;
+            }
+            run_buckets.push(i as u32);
+        }
+        self.runs = runs.into();
+        self.run_buckets = run_buckets.into();
+        Ok(())
+    }
+
+    /// Index of the run holding `lbn` (< capacity).
+    #[inline]
+    fn run_index(&self, lbn: u64) -> usize {
+        let k = (lbn >> BUCKET_SHIFT) as usize;
+        let lo = self.run_buckets[k] as usize;
+        let hi = match self.run_buckets.get(k + 1) {
+            Some(&h) => h as usize,
+            None => self.runs.len() - 1,
+        };
+        // runs[lo] starts at or before lbn; the run holding lbn is at most `hi`.
+        lo + self.runs[lo + 1..=hi].partition_point(|r| r.first_lbn <= lbn)
     }
 
     pub fn capacity(&self) -> u64 {
@@ -368,8 +503,156 @@ impl G1Layout {
         }
     }
 
+    /// How many slips DiskSim's slip loop counts: in the list's order, a slip counts when
+    /// `(prefix && s < first) || (s >= first && s - first <= base + counted)` (every scheme's
+    /// loop has this form). A binary search when the slips are strictly increasing (see
+    /// [`Band::slip_keys`]), else the loop itself.
+    #[inline]
+    fn slips_counted(b: &Band, first: i64, prefix: bool, base: i64) -> i64 {
+        match &b.slip_keys {
+            Some(keys) => {
+                // Slips below `first` come first; from index `i0` on, slip `j` counts iff
+                // `s_j - first <= base + c0 + (j - i0)`, i.e. `keys[j] <= first + base + c0 - i0`,
+                // and the keys do not decrease, so the counted ones are a prefix.
+                let i0 = if first == 0 {
+                    0
+                } else {
+                    b.slips.partition_point(|&s| s < first)
+                };
+                let c0 = if prefix { i0 as i64 } else { 0 };
+                let t = first + base + c0 - i0 as i64;
+                let n = keys[i0..].partition_point(|&k| k <= t);
+                c0 + n as i64
+            }
+            None => {
+                let mut c = 0;
+                for &s in &b.slips {
+                    if (prefix && s < first) || (s >= first && s - first <= base + c) {
+                        c += 1;
+                    }
+                }
+                c
+            }
+        }
+    }
+
+    /// The replacement of the first defect entry for `unit` in `table` (one of
+    /// [`Band::defects_first`], [`Band::defects_moved_first`]).
+    #[inline]
+    fn remap(table: &[(i64, i64)], unit: i64) -> Option<i64> {
+        if table.is_empty() {
+            return None;
+        }
+        table
+            .binary_search_by_key(&unit, |&(d, _)| d)
+            .ok()
+            .map(|i| table[i].1)
+    }
+
     /// DiskSim's `dm_translate_ltop`: `MAP_FULL` with `defects`, `MAP_ADDSLIPS` without.
+    /// Indexed: the slip and defect lists are binary-searched (the same results as DiskSim's
+    /// loops, [`G1Layout::ltop_scan`] in the tests).
     fn ltop_raw(&self, lbn: i64, defects: bool) -> (i64, i64, i64) {
+        let b = self.band_of_lbn(lbn);
+        let mut lbn = lbn - b.first_lbn + b.deadspace;
+        let surfaces = self.surfaces;
+        let spt = b.spt;
+        let bpc = spt * surfaces;
+        let (cyl, logical_head, sector) = match self.sparing {
+            Sparing::Tracks => {
+                let mut trackno = lbn / spt;
+                trackno += Self::slips_counted(b, 0, false, trackno);
+                if defects {
+                    if let Some(r) = Self::remap(&b.defects_first, trackno) {
+                        trackno = r;
+                    }
+                }
+                (trackno / surfaces, trackno % surfaces, lbn % spt)
+            }
+            Sparing::SectorsPerTrack => {
+                let lpt = spt - b.sparecnt;
+                let mut trackno = lbn / lpt;
+                lbn %= lpt;
+                let mut first = spt * trackno;
+                lbn += Self::slips_counted(b, first, false, lbn);
+                if defects {
+                    // Each entry is checked against the position the previous ones left.
+                    for &(d, r) in &b.defects {
+                        if d == first + lbn {
+                            trackno = r / spt;
+                            first = spt * trackno;
+                            lbn = r % spt;
+                        }
+                    }
+                }
+                assert!(lbn < spt, "slips crossed a track end (checked at load)");
+                (trackno / surfaces, trackno % surfaces, lbn)
+            }
+            Sparing::SectorsPerCylinder
+            | Sparing::SectorsPerCylinderSlipToEnd
+            | Sparing::SectorsAtZoneEnd => {
+                let to_end = self.sparing != Sparing::SectorsPerCylinder;
+                let lpc = bpc - b.sparecnt;
+                let mut cyl = lbn / lpc;
+                lbn %= lpc;
+                let first = cyl * bpc;
+                // `s / bpc < cyl` is `s < first` for the non-negative slips.
+                lbn += Self::slips_counted(b, first, to_end, lbn);
+                let remap = if defects {
+                    Self::remap(&b.defects_moved_first, first + lbn)
+                } else {
+                    None
+                };
+                if let Some(r) = remap {
+                    cyl = r / bpc;
+                    lbn = r % bpc;
+                } else {
+                    cyl += lbn / lpc;
+                    lbn %= lpc;
+                }
+                (cyl, lbn / spt, lbn % spt)
+            }
+            Sparing::SectorsPerRange => {
+                let bpr = bpc * self.rangesize;
+                let lpr = bpr - b.sparecnt;
+                let rangeno = lbn / lpr;
+                lbn %= lpr;
+                let first = rangeno * bpr;
+                lbn += Self::slips_counted(b, first, false, lbn);
+                if defects {
+                    if let Some(r) = Self::remap(&b.defects_moved_first, first + lbn) {
+                        lbn = r % bpr;
+                    }
+                }
+                (
+                    rangeno * self.rangesize + lbn / bpc,
+                    (lbn % bpc) / spt,
+                    lbn % spt,
+                )
+            }
+            Sparing::SectorsPerZone | Sparing::SectorsPerZoneSlipToEnd => {
+                lbn += Self::slips_counted(b, 0, false, lbn);
+                if defects {
+                    if let Some(r) = Self::remap(&b.defects_moved_first, lbn) {
+                        lbn = r;
+                    }
+                }
+                (lbn / bpc, (lbn % bpc) / spt, lbn % spt)
+            }
+            Sparing::None
+            | Sparing::SectorsPerCylinderAtFront
+            | Sparing::SectorsPerCylinderAtFrontSlipToEnd => {
+                unreachable!("rejected at load")
+            }
+        };
+        let cyl = cyl + b.startcyl;
+        (cyl, self.surfno(b, cyl, logical_head), sector)
+    }
+
+    /// The mapping as first written: DiskSim's loops over the slip and defect lists, verbatim.
+    /// The reference [`G1Layout::ltop_raw`] is tested against.
+    #[cfg(test)]
+    pub(crate) fn ltop_scan(&self, lbn: i64, defects: bool) -> (i64, i64, i64) {
         let b = self.band_of_lbn(lbn);
         let mut lbn = lbn - b.first_lbn + b.deadspace;
         let surfaces = self.surfaces;
@@ -490,6 +773,19 @@ impl G1Layout {
         (cyl, self.surfno(b, cyl, logical_head), sector)
     }
 
+    /// [`G1Layout::ltop_raw`] and the reference scan [`G1Layout::ltop_scan`] of `lbn`.
+    #[cfg(test)]
+    pub(crate) fn ltop_indexed_and_scanned(
+        &self,
+        lbn: u64,
+        defects: bool,
+    ) -> ((i64, i64, i64), (i64, i64, i64)) {
+        (
+            self.ltop_raw(lbn as i64, defects),
+            self.ltop_scan(lbn as i64, defects),
+        )
+    }
+
     /// Physical position of `lbn` (DiskSim `MAP_FULL`).
     pub fn ltop(&self, lbn: u64) -> Chs {
         assert!(
@@ -497,12 +793,71 @@ impl G1Layout {
             "lbn {lbn} beyond capacity {}",
             self.capacity
         );
-        let (c, h, s) = self.ltop_raw(lbn as i64, true);
+        let r = self.runs[self.run_index(lbn)];
         Chs {
-            cylinder: u32::try_from(c).expect("checked at load"),
-            head: u32::try_from(h).expect("head fits u32"),
-            sector: u32::try_from(s).expect("sector fits u32"),
+            cylinder: r.cylinder,
+            head: r.head,
+            sector: r.sector + (lbn - r.first_lbn) as u32,
         }
+    }
+
+    /// `(ltop(lbn), run_on_track(lbn), angle_index(ltop(lbn)))` with one table lookup (the
+    /// angle from the table when `lbn` starts its run).
+    #[inline]
+    pub fn locate(&self, lbn: u64) -> (Chs, u32, (u32, u32)) {
+        assert!(
+            lbn < self.capacity(),
+            "lbn {lbn} beyond capacity {}",
+            self.capacity
+        );
+        let i = self.run_index(lbn);
+        let r = self.runs[i];
+        let end = self
+            .runs
+            .get(i + 1)
+            .map_or(self.capacity as u64, |n| n.first_lbn);
+        let chs = Chs {
+            cylinder: r.cylinder,
+            head: r.head,
+            sector: r.sector + (lbn - r.first_lbn) as u32,
+        };
+        let run = u32::try_from(end - lbn).expect("a track run fits u32");
+        let (b, _) = self.band_of_cyl(i64::from(r.cylinder));
+        let a = addmult(
+            r.track_angle,
+            i64::from(chs.sector),
+            b.sector_width,
+            b.trkspace,
+        );
+        let angle = (Self::angle_sector_in(b, a), b.spt as u32);
+        (chs, run, angle)
+    }
+
+    /// [`G1Layout::locate`] from the run table (which [`G1Layout::ltop`] and
+    /// [`G1Layout::run_on_track`] must agree with) and computed (the mapping, run search and
+    /// angle the table was built from).
+    #[cfg(test)]
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn table_and_computed(
+        &self,
+        lbn: u64,
+    ) -> ((Chs, u32, (u32, u32)), (Chs, u32, (u32, u32))) {
+        let (c, h, s) = self.ltop_raw(lbn as i64, true);
+        let computed = Chs {
+            cylinder: c as u32,
+            head: h as u32,
+            sector: s as u32,
+        };
+        let table = self.locate(lbn);
+        assert_eq!((self.ltop(lbn), self.run_on_track(lbn)), (table.0, table.1));
+        (
+            table,
+            (
+                computed,
+                self.run_on_track_computed(lbn),
+                self.angle_index(computed),
+            ),
+        )
     }
 
     /// Zone-relative position of a sector in LBN order (logical surface order).
@@ -565,6 +920,17 @@ impl G1Layout {
 
     /// How many LBNs from `lbn` on lie in consecutive physical sectors of one track.
     pub fn run_on_track(&self, lbn: u64) -> u32 {
+        assert!(lbn < self.capacity(), "lbn {lbn} beyond capacity");
+        let i = self.run_index(lbn);
+        let end = self
+            .runs
+            .get(i + 1)
+            .map_or(self.capacity as u64, |r| r.first_lbn);
+        u32::try_from(end - lbn).expect("a track run fits u32")
+    }
+
+    /// [`G1Layout::run_on_track`] from the mapping (the run table is built with it).
+    fn run_on_track_computed(&self, lbn: u64) -> u32 {
         let l = lbn as i64;
         let b = self.band_of_lbn(l);
         let (c, h, s) = self.ltop_raw(l, true);
@@ -599,12 +965,22 @@ impl G1Layout {
     /// DiskSim's `g1_map_pbn_skew`: the angle at which physical sector `chs` starts, in
     /// 2^-32 revolutions.
     pub fn angle(&self, chs: Chs) -> u32 {
-        let (c, h, s) = (
-            i64::from(chs.cylinder),
-            i64::from(chs.head),
-            i64::from(chs.sector),
-        );
-        let (b, _) = self.band_of_cyl(c);
+        let (b, _) = self.band_of_cyl(i64::from(chs.cylinder));
+        self.angle_in(b, chs)
+    }
+
+    /// [`G1Layout::angle`] on `chs`'s band `b`.
+    #[inline]
+    fn angle_in(&self, b: &Band, chs: Chs) -> u32 {
+        let a = self.track_angle(b, chs);
+        addmult(a, i64::from(chs.sector), b.sector_width, b.trkspace)
+    }
+
+    /// The angle of sector 0 of `chs`'s track (band `b`) after the skews and the slip
+    /// offsets: all of [`G1Layout::angle`] but the sector's own offset.
+    #[inline]
+    fn track_angle(&self, b: &Band, chs: Chs) -> u32 {
+        let (c, h) = (i64::from(chs.cylinder), i64::from(chs.head));
         let cylno = c - b.startcyl;
         let surf = self.surfno(b, c, h);
         let switches = surf + (self.surfaces - 1) * cylno;
@@ -624,21 +1000,36 @@ impl G1Layout {
                 tracks += h;
             }
             let cutoff = tracks * b.spt;
-            slipoffs = b.slips.iter().filter(|&&x| x < cutoff).count() as i64;
+            slipoffs = b.slips_sorted.partition_point(|&x| x < cutoff) as i64;
         }
-        a = addmult(a, slipoffs, b.sector_width, b.trkspace);
-        addmult(a, s, b.sector_width, b.trkspace)
+        addmult(a, slipoffs, b.sector_width, b.trkspace)
     }
 
     /// DiskSim's sector index for an angle on a track of `chs`'s zone: rounded up to the next
     /// sector boundary (as `g1_ltop_0t` does).
     pub fn angle_sector(&self, chs: Chs, angle: u32) -> u32 {
         let (b, _) = self.band_of_cyl(i64::from(chs.cylinder));
+        Self::angle_sector_in(b, angle)
+    }
+
+    #[inline]
+    fn angle_sector_in(b: &Band, angle: u32) -> u32 {
         let w = b.sector_width;
         let mut idx = (angle / w) as i64 % b.spt;
         if !angle.is_multiple_of(w) {
             idx = (idx + 1) % b.spt;
         }
         idx as u32
+    }
+
+    /// `(angle_sector(chs, angle(chs)), sectors_per_track(chs.cylinder))` with one zone
+    /// lookup.
+    #[inline]
+    pub fn angle_index(&self, chs: Chs) -> (u32, u32) {
+        let (b, _) = self.band_of_cyl(i64::from(chs.cylinder));
+        (
+            Self::angle_sector_in(b, self.angle_in(b, chs)),
+            b.spt as u32,
+        )
     }
 }

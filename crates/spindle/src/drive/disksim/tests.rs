@@ -704,6 +704,198 @@ proptest! {
     }
 }
 
+/// Random slips (and defects) for a zone of `units` tracks or sectors: strictly increasing
+/// (as in DiskSim's published models) or in any order with repeats (DiskSim's loops depend
+/// on the order, and the index falls back to them).
+fn random_list(rng: &mut Pcg64Mcg, units: u32, n: usize, ordered: bool) -> Vec<u32> {
+    let mut v: Vec<u32> = (0..n).map(|_| rng.gen_range(0..units)).collect();
+    if ordered {
+        v.sort_unstable();
+        v.dedup();
+    }
+    v
+}
+
+/// Parameters of one random layout for [`indexed_equals_scan`].
+#[derive(Clone, Debug)]
+struct RandomLayout {
+    scheme: u32,
+    mapping: i64,
+    seed: u64,
+    nslips: (usize, usize),
+    ndefects: (usize, usize),
+    ordered: (bool, bool),
+    spares: u32,
+    front: u32,
+    range: u32,
+}
+
+/// Builds the layout `p` describes (random spares, front space, range size, slips and
+/// defects in both zones of [`synthetic`]) and checks that the indexed LBN -> PBN mapping
+/// equals DiskSim's loops (the reference scan) for every LBN, with and without defects.
+/// `Ok(false)` when the loader rejects the layout.
+fn indexed_equals_scan(p: &RandomLayout) -> Result<bool, TestCaseError> {
+    let sparing = Sparing::from_disksim_number(i64::from(p.scheme)).unwrap();
+    let mut rng = Pcg64Mcg::seed_from_u64(p.seed);
+    let mapping = Mapping::from_disksim_number(p.mapping).unwrap();
+    // Scheme 7 with spares maps LBNs beyond its zone (rejected at load).
+    let spares = if p.scheme == 7 { 0 } else { p.spares };
+    let mut spec = synthetic(sparing, mapping, spares, vec![], p.front);
+    spec.layout.sparing_range_cylinders = p.range;
+    for (i, &(cyls, spt)) in [(4u32, 20u32), (6, 16)].iter().enumerate() {
+        let units = if p.scheme == 1 {
+            cyls * 3
+        } else {
+            cyls * 3 * spt
+        };
+        let (n, ord, nd) = if i == 0 {
+            (p.nslips.0, p.ordered.0, p.ndefects.0)
+        } else {
+            (p.nslips.1, p.ordered.1, p.ndefects.1)
+        };
+        // Scheme 2 with slips is rejected (see scheme_2_with_slips_is_rejected).
+        let n = if p.scheme == 2 { 0 } else { n };
+        let lz = &mut spec.layout.zones[i];
+        lz.slips = random_list(&mut rng, units, n, ord);
+        lz.defects = (0..nd)
+            .map(|_| {
+                let d = rng.gen_range(0..units);
+                // Now and then a defect "replaced" by itself (most of DiskSim's loops skip it).
+                let r = if rng.gen_bool(0.2) {
+                    d
+                } else {
+                    rng.gen_range(0..units)
+                };
+                (d, r)
+            })
+            .collect();
+    }
+    let Ok(g) = layout_g1::G1Layout::new(&spec) else {
+        return Ok(false);
+    };
+    for lbn in 0..g.capacity() {
+        let (table, computed) = g.table_and_computed(lbn);
+        prop_assert_eq!(table, computed, "lbn {} layout {:?}", lbn, spec.layout);
+        for defects in [true, false] {
+            let (indexed, scanned) = g.ltop_indexed_and_scanned(lbn, defects);
+            prop_assert_eq!(
+                indexed,
+                scanned,
+                "lbn {} defects {} layout {:?}",
+                lbn,
+                defects,
+                spec.layout
+            );
+        }
+    }
+    Ok(true)
+}
+
+fn random_layout() -> impl Strategy<Value = RandomLayout> {
+    (
+        prop::sample::select(vec![1u32, 2, 3, 4, 7, 8, 9, 10]),
+        0i64..3,
+        0u64..1_000_000,
+        (0usize..12, 0usize..12),
+        (0usize..4, 0usize..4),
+        (prop::bool::weighted(0.7), prop::bool::weighted(0.7)),
+        0u32..12,
+        0u32..30,
+        1u32..4,
+    )
+        .prop_map(
+            |(scheme, mapping, seed, nslips, ndefects, ordered, spares, front, range)| {
+                RandomLayout {
+                    scheme,
+                    mapping,
+                    seed,
+                    nslips,
+                    ndefects,
+                    ordered,
+                    spares,
+                    front,
+                    range,
+                }
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+    // Every LBN of random layouts (every supported scheme, random slips and defects, ordered
+    // or not) maps identically through the index and through DiskSim's loops.
+    #[test]
+    fn indexed_mapping_equals_the_scan(p in random_layout()) {
+        indexed_equals_scan(&p)?;
+    }
+}
+
+/// The run table of the six validation drives gives the computed position and track run of
+/// both ends of every run and of every 61st LBN (the random layouts above check every LBN).
+#[test]
+fn run_table_matches_the_computed_mapping_on_the_six_drives() {
+    if !shared_present() {
+        return;
+    }
+    for &(dir, parv, _) in DRIVES {
+        let spec = import(dir, parv);
+        let g = layout_g1::G1Layout::new(&spec).unwrap();
+        let mut next_run_start = 0;
+        for lbn in 0..g.capacity() {
+            let boundary = lbn == next_run_start || lbn + 1 == next_run_start;
+            if !boundary && lbn % 61 != 0 {
+                continue;
+            }
+            let (table, computed) = g.table_and_computed(lbn);
+            assert_eq!(table, computed, "{dir}: lbn {lbn}");
+            if lbn == next_run_start {
+                next_run_start += u64::from(table.1);
+            }
+        }
+    }
+}
+
+/// The property above is not vacuous: with slips and defects, most random layouts of every
+/// scheme load (and map identically).
+#[test]
+fn random_layouts_mostly_load() {
+    let mut rng = Pcg64Mcg::seed_from_u64(7);
+    for scheme in [1u32, 2, 3, 4, 7, 8, 9, 10] {
+        let mut loaded = 0;
+        let mut with_slips = 0;
+        for _ in 0..200 {
+            let p = RandomLayout {
+                scheme,
+                mapping: rng.gen_range(0..3),
+                seed: rng.gen(),
+                nslips: (rng.gen_range(0..12), rng.gen_range(0..12)),
+                ndefects: (rng.gen_range(0..4), rng.gen_range(0..4)),
+                ordered: (rng.gen_bool(0.7), rng.gen_bool(0.7)),
+                spares: rng.gen_range(0..12),
+                front: rng.gen_range(0..30),
+                range: rng.gen_range(1..4),
+            };
+            if indexed_equals_scan(&p).unwrap() {
+                loaded += 1;
+                if p.nslips.0 + p.nslips.1 > 0 {
+                    with_slips += 1;
+                }
+            }
+        }
+        eprintln!("scheme {scheme}: {loaded} of 200 random layouts load, {with_slips} with slips");
+        assert!(
+            loaded >= 40,
+            "scheme {scheme}: {loaded} of 200 random layouts load"
+        );
+        if scheme != 2 {
+            assert!(
+                with_slips >= 20,
+                "scheme {scheme}: {with_slips} with slips load"
+            );
+        }
+    }
+}
+
 #[test]
 fn scheme_2_with_slips_is_rejected() {
     let spec = synthetic(Sparing::SectorsPerCylinder, Mapping::Normal, 3, vec![75], 0);
