@@ -54,7 +54,7 @@ pub struct BenchArgs {
     /// Run only these scenarios (comma-separated names, e.g. da,dc2).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// Requests per scenario.
+    /// Requests per scenario (the 36-disk scenarios run their file's 200,000).
     #[arg(long, default_value_t = 1_000_000)]
     requests: u64,
     /// Print the results as JSON.
@@ -104,6 +104,9 @@ enum Model {
     Builtin,
     /// `--model`, the shared DiskSim Cheetah 9LP, or the built-in as a fallback.
     DiskSim,
+    /// A whole experiment (an `examples/bench/` file, compiled in): its own drive, array,
+    /// workload and request count.
+    Experiment(&'static str),
 }
 
 /// One named scenario: an experiment on `model`, possibly replaying a trace.
@@ -189,6 +192,42 @@ const SCENARIOS: &[Scenario] = &[
         scheduler: "satf",
         workload: CLOSED_Q16_4K,
     },
+    Scenario {
+        name: "r10",
+        description: "36 disks: RAID-10 18x1x2, SATF, Q=64",
+        model: Model::Experiment(include_str!("../../../examples/bench/raid10_36.toml")),
+        seed: 1,
+        trace: TraceKind::None,
+        scheduler: "",
+        workload: "",
+    },
+    Scenario {
+        name: "sr",
+        description: "36 disks: SR-Array 9x4, RSATF, Q=64",
+        model: Model::Experiment(include_str!("../../../examples/bench/sr_array_36.toml")),
+        seed: 1,
+        trace: TraceKind::None,
+        scheduler: "",
+        workload: "",
+    },
+    Scenario {
+        name: "srm",
+        description: "36 disks: SR-Mirror 9x2x2, RSATF, Q=64",
+        model: Model::Experiment(include_str!("../../../examples/bench/sr_mirror_36.toml")),
+        seed: 1,
+        trace: TraceKind::None,
+        scheduler: "",
+        workload: "",
+    },
+    Scenario {
+        name: "ew",
+        description: "36 disks: EW-Array 2x9x2, SATF-EW, Q=64",
+        model: Model::Experiment(include_str!("../../../examples/bench/ew_array_36.toml")),
+        seed: 1,
+        trace: TraceKind::None,
+        scheduler: "",
+        workload: "",
+    },
 ];
 
 fn scenario(name: &str) -> anyhow::Result<&'static Scenario> {
@@ -224,6 +263,9 @@ fn experiment(
     trace: Option<&Path>,
     requests: u64,
 ) -> anyhow::Result<String> {
+    if let Model::Experiment(text) = s.model {
+        return Ok(text.to_string());
+    }
     let workload = match s.trace {
         TraceKind::None => s.workload.to_string(),
         TraceKind::Builtin | TraceKind::DiskSim => {
@@ -399,6 +441,7 @@ pub fn run(args: BenchArgs, quiet: bool) -> anyhow::Result<()> {
         let model = match s.model {
             Model::Builtin => BUILTIN,
             Model::DiskSim => disksim.as_str(),
+            Model::Experiment(_) => "examples/bench",
         };
         let trace = match s.trace {
             TraceKind::None => None,

@@ -224,27 +224,40 @@ impl Controller {
 
     /// Whole sectors the read-ahead has read by `t` (DiskSim stops at a sector boundary).
     fn read_ahead_done(drive: &Drive, ra: &ReadAhead, t: Nanos) -> u64 {
+        Self::read_ahead_progress(drive, ra, t).0
+    }
+
+    /// [`Self::read_ahead_done`], with the media access of those sectors (`None` for none):
+    /// the search's last success, so the caller need not time it again.
+    fn read_ahead_progress(drive: &Drive, ra: &ReadAhead, t: Nanos) -> (u64, Option<Access>) {
         let (mut lo, mut hi) = (0u64, ra.until - ra.from);
+        let mut at_lo = None;
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
-            if ra.first(drive, mid).end <= t {
+            let a = ra.first(drive, mid);
+            if a.end <= t {
                 lo = mid;
+                at_lo = Some(a);
             } else {
                 hi = mid - 1;
             }
         }
-        lo
+        (lo, at_lo)
     }
 
     /// The first sector still in the read-ahead's segment at `t`: a segment holds at most
     /// `segment_sectors`, and read-ahead data overwrites the oldest (DiskSim
     /// `disk_buffer_segment_wrap`: start = max(start, end − size)).
     fn wrap_start(&self, drive: &Drive, ra: &ReadAhead, t: Nanos) -> u64 {
+        self.wrap_start_after(ra, Self::read_ahead_done(drive, ra, t))
+    }
+
+    /// [`Self::wrap_start`] for a read-ahead that has read `done` sectors.
+    fn wrap_start_after(&self, ra: &ReadAhead, done: u64) -> u64 {
         let Some(p) = &self.params else {
             return 0;
         };
-        let end = ra.from + Self::read_ahead_done(drive, ra, t);
-        end.saturating_sub(u64::from(p.spec.segment_sectors))
+        (ra.from + done).saturating_sub(u64::from(p.spec.segment_sectors))
     }
 
     /// Stops the read-ahead at `t`: the segment keeps what was read by then and the arm is
@@ -255,12 +268,11 @@ impl Controller {
         };
         let mut done = ra.from;
         let (mut cyl, mut hd) = (ra.head.cylinder, ra.head.head);
-        let lo = Self::read_ahead_done(drive, &ra, t);
-        let wrap = self.wrap_start(drive, &ra, t);
+        let (lo, at_lo) = Self::read_ahead_progress(drive, &ra, t);
+        let wrap = self.wrap_start_after(&ra, lo);
         let s = &mut self.segments[ra.segment];
         s.start = s.start.max(wrap);
-        if lo > 0 {
-            let a = ra.first(drive, lo);
+        if let Some(a) = at_lo {
             done = ra.from + lo;
             cyl = a.end_cylinder;
             hd = a.end_head;

@@ -160,6 +160,8 @@ pub struct FreeSpace {
     /// The drive the region was cut from (capacity, period), to catch a caller passing another.
     drive_capacity: u64,
     period_ns: u64,
+    /// A DiskSim layout: sector angles are not whole multiples of `period / spt`.
+    disksim: bool,
 }
 
 impl fmt::Debug for FreeSpace {
@@ -326,6 +328,7 @@ impl FreeSpace {
             nonfull,
             drive_capacity: drive.capacity_sectors(),
             period_ns: drive.period().0,
+            disksim: drive.geometry().is_disksim(),
         }
     }
 
@@ -672,6 +675,29 @@ impl FreeSpace {
         let j = self
             .find_extent(s, j0, s.blocks, q.len)
             .or_else(|| self.find_extent(s, 0, j0, q.len))?;
+        if self.disksim {
+            // A DiskSim layout: `Drive::locate` waits for the sector's exact start angle,
+            // which can lie between sector boundaries (skews in revolutions) and differs
+            // from `p · idx / spt` by rounding. Time the extent found with it; if that angle
+            // has just gone by, the next free extent may come sooner.
+            let exact = |j: u32| {
+                let lba = s.first_lba + u64::from(j) * bs;
+                (q.drive.locate(lba).angle_ns + p - angle) % p
+            };
+            let mut found = (j, exact(j));
+            if found.1 > p - p / spt {
+                let next = self
+                    .find_extent(s, j + 1, s.blocks, q.len)
+                    .or_else(|| self.find_extent(s, 0, j.min(s.blocks), q.len));
+                if let Some(k) = next {
+                    let w = exact(k);
+                    if w < found.1 {
+                        found = (k, w);
+                    }
+                }
+            }
+            return Some((found.0, Span(found.1)));
+        }
         let mut idx = u64::from(s.base) + u64::from(j) * bs;
         if idx >= spt {
             idx -= spt;
