@@ -13,7 +13,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 use spindle::drive::{disksim::import_parv, Drive};
 use spindle::validate::differential::{
-    self, by_region, Profile, compare, parse_reqlog, random_model, random_trace, Agreement, ModelResult,
+    self, by_region, compare, parse_reqlog, random_model, random_trace, Agreement, ModelResult,
+    Profile,
 };
 use spindle::validate::{self, ValidateReader};
 use std::fmt::Write as _;
@@ -91,7 +92,7 @@ fn run_model(
         .current_dir(dir)
         .env("DISKSIM_REQLOG", "1")
         .args([
-            parv.file_name().expect("a file name").as_ref(),
+            parv.file_name().expect("a file name"),
             "out.outv".as_ref(),
             "validate".as_ref(),
             trace_path.file_name().expect("a file name"),
@@ -113,8 +114,8 @@ fn run_model(
             facets: m.facets,
         });
     }
-    let oracle_reqs =
-        parse_reqlog(&String::from_utf8_lossy(&out.stdout)).map_err(|e| anyhow!("{}: {e}", m.name))?;
+    let oracle_reqs = parse_reqlog(&String::from_utf8_lossy(&out.stdout))
+        .map_err(|e| anyhow!("{}: {e}", m.name))?;
 
     let mut ours = Vec::with_capacity(requests);
     validate::replay_observed(

@@ -395,7 +395,10 @@ pub fn run(args: ValidateArgs, quiet: bool) -> anyhow::Result<()> {
             quiet,
         );
     }
-    let dir = args.dir.clone().expect("clap requires DIR without --against-disksim");
+    let dir = args
+        .dir
+        .clone()
+        .expect("clap requires DIR without --against-disksim");
     let dirs = if args.all {
         drive_dirs(&dir)?
     } else {

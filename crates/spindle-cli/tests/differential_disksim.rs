@@ -101,7 +101,11 @@ fn mechanics_only_models_agree_with_disksim_request_by_request() {
         pct(&s["reads"]),
         pct(&s["writes"])
     );
-    assert!(all >= 94.0, "{all:.2} % within 2 us; regions: {}", s["regions"]);
+    assert!(
+        all >= 94.0,
+        "{all:.2} % within 2 us; regions: {}",
+        s["regions"]
+    );
 }
 
 /// The criterion: ≥ 99 % of requests within 2 µs over 300 models × 2,000 requests
@@ -114,7 +118,11 @@ fn every_parameter_models_agree_with_disksim_request_by_request() {
     let Some(oracle) = oracle() else { return };
     let s = differential(oracle, "full", 300, 2000);
     let all = pct(&s["all"]);
-    assert!(all >= 99.0, "{all:.2} % within 2 us; regions: {}", s["regions"]);
+    assert!(
+        all >= 99.0,
+        "{all:.2} % within 2 us; regions: {}",
+        s["regions"]
+    );
 }
 
 /// Every parameter drawn, as a regression guard at the measured level: seeds 1..=40 ×
@@ -131,7 +139,11 @@ fn every_parameter_models_do_not_regress() {
         pct(&s["reads"]),
         pct(&s["writes"])
     );
-    assert!(all >= 84.0, "{all:.2} % within 2 us; regions: {}", s["regions"]);
+    assert!(
+        all >= 84.0,
+        "{all:.2} % within 2 us; regions: {}",
+        s["regions"]
+    );
 }
 
 /// DiskSim's own Cheetah 9LP model, closed loop Q = 1 (each request issued when the previous
@@ -157,7 +169,9 @@ fn cheetah9lp_q1_read_and_write_means_match_disksim() {
     // A deterministic LCG: the test needs no random-number crate, only the same trace twice.
     let mut x: u64 = 7;
     let mut next = || {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         x >> 11
     };
     let capacity = 17_783_240u64;
@@ -203,7 +217,11 @@ fn cheetah9lp_q1_read_and_write_means_match_disksim() {
         .arg("--requests")
         .output()
         .unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     let csv = std::fs::read_to_string(dir.join("out/spindle.requests.csv")).unwrap();
     let ours: Vec<(bool, f64)> = csv
         .lines()

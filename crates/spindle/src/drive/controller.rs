@@ -177,9 +177,7 @@ impl Controller {
         let per_request = ns(p.spec.per_request_ms);
         let arrive = now + per_request;
         let mut svc = match x.op {
-            Op::Read => {
-                self.read(drive, &p, arrive, x, rng)
-            }
+            Op::Read => self.read(drive, &p, arrive, x, rng),
             Op::Write => self.write(drive, &p, arrive, x, rng),
         };
         svc.access.overhead += per_request;
@@ -614,14 +612,7 @@ impl Controller {
             .then(|| (end + u64::from(c.max_read_ahead_sectors)).min(drive.capacity_sectors()))
     }
 
-    fn start_read_ahead(
-        &mut self,
-        drive: &Drive,
-        p: &Params,
-        seg: usize,
-        from: u64,
-        at: Nanos,
-    ) {
+    fn start_read_ahead(&mut self, drive: &Drive, p: &Params, seg: usize, from: u64, at: Nanos) {
         let c = &p.spec;
         if c.continuous_read == 0 || c.enable_caching == 0 || from >= drive.capacity_sectors() {
             return;
@@ -632,7 +623,9 @@ impl Controller {
         let to_track_end = spt - u64::from(chs.sector).min(spt);
         // A hit on data the read-ahead is still bringing in can leave the start past the
         // recorded end (the rest is counted by the read-ahead): no data yet, not negative.
-        let seg_len = self.segments[seg].end.saturating_sub(self.segments[seg].start);
+        let seg_len = self.segments[seg]
+            .end
+            .saturating_sub(self.segments[seg].start);
         // How far past the request the read-ahead may go (DiskSim
         // `disk_buffer_get_max_readahead`): the maximum read-ahead when one is set; else a
         // whole segment past the request with "Read-ahead over requested", or the rest of
@@ -643,9 +636,7 @@ impl Controller {
             u64::from(c.max_read_ahead_sectors)
         } else if c.read_ahead_over_requested {
             seg_size
-        } else if seg_len >= seg_size
-            || seg_size - seg_len < u64::from(c.min_read_ahead_sectors)
-        {
+        } else if seg_len >= seg_size || seg_size - seg_len < u64::from(c.min_read_ahead_sectors) {
             u64::from(c.min_read_ahead_sectors)
         } else {
             seg_size - seg_len

@@ -103,10 +103,7 @@ pub fn random_model(seed: u64, profile: Profile) -> RandomModel {
     facet("Sparing scheme used", sparing.to_string());
     facet("LBN-to-PBN mapping scheme", mapping.to_string());
     facet("Skew units", skew_units.to_string());
-    facet(
-        "Zones",
-        if zs.len() == 1 { "1" } else { "2-4" }.to_string(),
-    );
+    facet("Zones", if zs.len() == 1 { "1" } else { "2-4" }.to_string());
     let mut layout = String::new();
     let _ = writeln!(
         layout,
@@ -158,7 +155,8 @@ pub fn random_model(seed: u64, profile: Profile) -> RandomModel {
                 let s = if sparing == 1 {
                     cyl * surfaces + head
                 } else {
-                    (cyl * surfaces + head) * spt + rng.gen_range(0..spt.saturating_sub(spares).max(1))
+                    (cyl * surfaces + head) * spt
+                        + rng.gen_range(0..spt.saturating_sub(spares).max(1))
                 };
                 slips.push(s);
             }
@@ -199,8 +197,14 @@ pub fn random_model(seed: u64, profile: Profile) -> RandomModel {
     }
     layout.push_str("      ]\n   },\n");
     facet("slips", if any_slips { "some" } else { "none" }.into());
-    facet("Empty space at zone front", if any_front { ">0" } else { "0" }.into());
-    facet("Offset of first block", if any_offset { ">0" } else { "0" }.into());
+    facet(
+        "Empty space at zone front",
+        if any_front { ">0" } else { "0" }.into(),
+    );
+    facet(
+        "Offset of first block",
+        if any_offset { ">0" } else { "0" }.into(),
+    );
 
     // --- mechanics (dm_mech_g1) ---
     let rpm = pick(&mut rng, &[3600u32, 5400, 7200, 10000, 10025, 12000, 15000]);
@@ -219,7 +223,8 @@ pub fn random_model(seed: u64, profile: Profile) -> RandomModel {
     );
     let single = rng.gen_range(0.3..1.5f64);
     let full = single + rng.gen_range(3.0..18.0f64);
-    let seek_at = |d: f64| single + (full - single) * ((d - 1.0) / f64::from(cylinders - 1).max(1.0)).sqrt();
+    let seek_at =
+        |d: f64| single + (full - single) * ((d - 1.0) / f64::from(cylinders - 1).max(1.0)).sqrt();
     let mut seek_file = None;
     let mut mech = String::new();
     let _ = writeln!(
@@ -233,13 +238,19 @@ pub fn random_model(seed: u64, profile: Profile) -> RandomModel {
             let mut pts = vec![1u32];
             let mut d = 1u32;
             while d < cylinders - 1 {
-                d = (d + 1).max(d + d / rng.gen_range(3..=8u32)).min(cylinders - 1);
+                d = (d + 1)
+                    .max(d + d / rng.gen_range(3..=8u32))
+                    .min(cylinders - 1);
                 pts.push(d);
             }
             let mut text = format!("Seek distances measured: {}\n", pts.len());
             for &p in &pts {
                 let noise = rng.gen_range(-0.05..0.05f64);
-                let _ = writeln!(text, "{p},\t{:.5}", (seek_at(f64::from(p)) + noise).max(0.1));
+                let _ = writeln!(
+                    text,
+                    "{p},\t{:.5}",
+                    (seek_at(f64::from(p)) + noise).max(0.1)
+                );
             }
             seek_file = Some(text);
             let _ = writeln!(
@@ -251,7 +262,9 @@ pub fn random_model(seed: u64, profile: Profile) -> RandomModel {
         }
         _ => {
             // HPL (Ruemmler–Wilkes): a + b·√d below the boundary, c + e·d beyond.
-            let boundary = (f64::from(cylinders) * rng.gen_range(0.1..0.5f64)).round().max(2.0);
+            let boundary = (f64::from(cylinders) * rng.gen_range(0.1..0.5f64))
+                .round()
+                .max(2.0);
             let b = (seek_at(boundary) - single) / (boundary.sqrt() - 1.0).max(0.1);
             let a = single - b;
             let at_b = a + b * boundary.sqrt();
@@ -260,12 +273,12 @@ pub fn random_model(seed: u64, profile: Profile) -> RandomModel {
             let v6 = if rng.gen_bool(0.5) { -1.0 } else { single };
             let _ = writeln!(
                 mech,
-                "      Single cylinder seek time = {},\n      HPL seek equation values = [ {boundary:.0}, {}, {}, {}, {}, {v6:.6} ],",
+                "      Single cylinder seek time = {},\n      HPL seek equation values = [ {boundary:.0}, {}, {}, {}, {:.9}, {v6:.6} ],",
                 ms(single),
                 ms(a.max(0.0)),
                 ms(b.max(0.0)),
                 ms(c.max(0.0)),
-                format!("{:.9}", e.max(0.0))
+                e.max(0.0)
             );
             if seek_type == "hplplus10" {
                 let ten: Vec<String> = (1..=10)
@@ -293,7 +306,12 @@ pub fn random_model(seed: u64, profile: Profile) -> RandomModel {
     };
     facet(
         "Segment size (in blks)",
-        if segment_size < spt0 { "< track" } else { ">= track" }.into(),
+        if segment_size < spt0 {
+            "< track"
+        } else {
+            ">= track"
+        }
+        .into(),
     );
     let write_segments = rng.gen_range(1..=segments);
     let enable_caching = if every { rng.gen_range(0..=2u32) } else { 0 };
@@ -330,7 +348,13 @@ pub fn random_model(seed: u64, profile: Profile) -> RandomModel {
     let hold_w = bit(&mut rng);
     let never_disc = bit(&mut rng);
     let by_req = bit(&mut rng);
-    let wm = |rng: &mut Pcg64Mcg| if !every || rng.gen_bool(0.6) { 0.0 } else { rng.gen_range(0.0..=1.0f64) };
+    let wm = |rng: &mut Pcg64Mcg| {
+        if !every || rng.gen_bool(0.6) {
+            0.0
+        } else {
+            rng.gen_range(0.0..=1.0f64)
+        }
+    };
     let low = wm(&mut rng);
     let high = wm(&mut rng);
     let extra = bit(&mut rng);
@@ -410,7 +434,10 @@ pub fn random_model(seed: u64, profile: Profile) -> RandomModel {
         ("Extradisc seek delta", ovh(&mut rng, 0.5, 0.5)),
     ];
     let min_seek = ovh(&mut rng, 0.3, 1.0);
-    facet("Minimum seek delay", if min_seek > 0.0 { ">0" } else { "0" }.into());
+    facet(
+        "Minimum seek delay",
+        if min_seek > 0.0 { ">0" } else { "0" }.into(),
+    );
     let per_request = ovh(&mut rng, 0.3, 0.3);
     facet(
         "Per-request overhead time",
@@ -626,7 +653,12 @@ pub fn parse_reqlog(text: &str) -> Result<Vec<OracleRequest>, String> {
             continue;
         };
         let f: Vec<&str> = rest.split_ascii_whitespace().collect();
-        let bad = || format!("line {}: expected REQ completed access blkno sectors R|W, got {line:?}", i + 1);
+        let bad = || {
+            format!(
+                "line {}: expected REQ completed access blkno sectors R|W, got {line:?}",
+                i + 1
+            )
+        };
         if f.len() != 5 {
             return Err(bad());
         }
@@ -711,7 +743,10 @@ pub fn compare(
     let mut sum = 0.0;
     for (i, (&(write, ns), d)) in spindle_ns.iter().zip(disksim).enumerate() {
         if write != d.write {
-            return Err(format!("{name}: request {i} is a {} in spindle and not in DiskSim", if write { "write" } else { "read" }));
+            return Err(format!(
+                "{name}: request {i} is a {} in spindle and not in DiskSim",
+                if write { "write" } else { "read" }
+            ));
         }
         let diff_us = (ns as f64 / 1e3 - d.access_ms * 1e3).abs();
         sum += diff_us;
@@ -729,7 +764,9 @@ pub fn compare(
 
 /// Agreement by parameter region: for each facet `(parameter, value)`, the requests of the
 /// models that have it.
-pub fn by_region(results: &[(Vec<(&'static str, String)>, Agreement)]) -> BTreeMap<(String, String), Agreement> {
+pub fn by_region(
+    results: &[(Vec<(&'static str, String)>, Agreement)],
+) -> BTreeMap<(String, String), Agreement> {
     let mut m: BTreeMap<(String, String), Agreement> = BTreeMap::new();
     for (facets, a) in results {
         for (k, v) in facets {
@@ -745,18 +782,27 @@ mod tests {
 
     #[test]
     fn the_same_seed_gives_the_same_model_and_trace() {
-        assert_eq!(random_model(7, Profile::Full).parv, random_model(7, Profile::Full).parv);
-        assert_ne!(random_model(7, Profile::Full).parv, random_model(8, Profile::Full).parv);
+        assert_eq!(
+            random_model(7, Profile::Full).parv,
+            random_model(7, Profile::Full).parv
+        );
+        assert_ne!(
+            random_model(7, Profile::Full).parv,
+            random_model(8, Profile::Full).parv
+        );
         assert_eq!(random_trace(3, 100_000, 50), random_trace(3, 100_000, 50));
     }
 
     #[test]
     fn every_random_model_imports() {
-        for (seed, profile) in (0..200).flat_map(|s| [(s, Profile::Full), (s, Profile::Mechanics)]) {
+        for (seed, profile) in (0..200).flat_map(|s| [(s, Profile::Full), (s, Profile::Mechanics)])
+        {
             let m = random_model(seed, profile);
             let files = |p: &str| -> Result<String, String> {
                 if p.ends_with(".seek") {
-                    m.seek_file.clone().ok_or_else(|| format!("no seek file {p}"))
+                    m.seek_file
+                        .clone()
+                        .ok_or_else(|| format!("no seek file {p}"))
                 } else {
                     Ok(m.parv.clone())
                 }

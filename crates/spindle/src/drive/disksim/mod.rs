@@ -616,7 +616,10 @@ impl<'a> Importer<'a> {
         );
         self.prov.insert(
             "overhead_write_ms".into(),
-            format!("DISKSIM:{}: 0; see cache.per_request_ms", file_name(&b.file)),
+            format!(
+                "DISKSIM:{}: 0; see cache.per_request_ms",
+                file_name(&b.file)
+            ),
         );
         let mut cache = self.cache(&mut r, rd)?;
         cache.per_request_ms = per_request;
