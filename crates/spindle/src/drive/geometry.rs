@@ -389,11 +389,20 @@ impl Geometry {
     /// lookup for a DiskSim layout.
     #[inline]
     pub fn locate(&self, lba: u64) -> (Chs, u32, (u32, u32)) {
+        let (chs, run, angle, _) = self.locate_exact(lba);
+        (chs, run, angle)
+    }
+
+    /// [`Geometry::locate`], with a DiskSim layout's exact start angle of the sector
+    /// ([`Geometry::g1_angle_ticks`]; `None` for spindle's own layouts).
+    #[inline]
+    pub fn locate_exact(&self, lba: u64) -> (Chs, u32, (u32, u32), Option<u32>) {
         if let Some(g1) = &self.g1 {
-            return g1.locate(lba);
+            let (chs, run, angle, ticks) = g1.locate_exact(lba);
+            return (chs, run, angle, Some(ticks));
         }
         let chs = self.lba_to_chs(lba);
-        (chs, self.run_on_track(lba), self.angle_index(chs))
+        (chs, self.run_on_track(lba), self.angle_index(chs), None)
     }
 
     /// How many LBAs from `lba` on lie in consecutive physical sectors of the same track.

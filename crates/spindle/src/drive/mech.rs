@@ -290,17 +290,16 @@ impl Drive {
     /// Locates an LBA's first sector (done once per request, when it is queued).
     #[inline]
     pub fn locate(&self, lba: u64) -> Target {
-        let chs = self.geometry.lba_to_chs(lba);
-        let (idx, spt) = self.geometry.angle_index(chs);
-        self.target(chs, idx, spt)
+        let (chs, _, (idx, spt), ticks) = self.geometry.locate_exact(lba);
+        self.target(chs, idx, spt, ticks)
     }
 
     /// The [`Target`] of physical sector `chs`, whose rotational index is `idx` of `spt`:
     /// the one place [`Drive::locate`] and the access loop ([`Drive::locate_run`]) turn a
     /// position into the angle the head waits for.
     #[inline]
-    fn target(&self, chs: Chs, idx: u32, spt: u32) -> Target {
-        let angle_ns = match self.geometry.g1_angle_ticks(chs) {
+    fn target(&self, chs: Chs, idx: u32, spt: u32, ticks: Option<u32>) -> Target {
+        let angle_ns = match ticks {
             // A DiskSim layout: the sector's exact start angle (`dm_pbn_skew`), which skews
             // in revolutions put between sector boundaries; DiskSim's rotational latency
             // waits for that angle (`dm_latency_g1`).
@@ -315,8 +314,8 @@ impl Drive {
     /// ([`Geometry::angle_index`]).
     #[inline]
     fn locate_run(&self, lba: u64) -> (Target, u32, u64, u64) {
-        let (chs, run, (idx, spt)) = self.geometry.locate(lba);
-        let target = self.target(chs, idx, spt);
+        let (chs, run, (idx, spt), ticks) = self.geometry.locate_exact(lba);
+        let target = self.target(chs, idx, spt, ticks);
         (target, run, u64::from(idx), u64::from(spt))
     }
 

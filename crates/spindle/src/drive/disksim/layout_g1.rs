@@ -805,6 +805,13 @@ impl G1Layout {
     /// angle from the table when `lbn` starts its run).
     #[inline]
     pub fn locate(&self, lbn: u64) -> (Chs, u32, (u32, u32)) {
+        let (chs, run, angle, _) = self.locate_exact(lbn);
+        (chs, run, angle)
+    }
+
+    /// [`G1Layout::locate`], with the sector's exact start angle in 2^-32 revolutions
+    /// ([`G1Layout::angle`], computed on the way).
+    pub fn locate_exact(&self, lbn: u64) -> (Chs, u32, (u32, u32), u32) {
         assert!(
             lbn < self.capacity(),
             "lbn {lbn} beyond capacity {}",
@@ -830,7 +837,7 @@ impl G1Layout {
             b.trkspace,
         );
         let angle = (Self::angle_sector_in(b, a), b.spt as u32);
-        (chs, run, angle)
+        (chs, run, angle, a)
     }
 
     /// [`G1Layout::locate`] from the run table (which [`G1Layout::ltop`] and
