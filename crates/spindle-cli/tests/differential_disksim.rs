@@ -197,21 +197,9 @@ fn cheetah9lp_q1_read_and_write_means_match_disksim() {
             (f[4] == "W", f[1].parse::<f64>().unwrap())
         })
         .collect();
-    // spindle's validate reads DIR/<name>.trace and DIR/<name>.parv: a folder of its own.
-    let sp = dir.join("spindle");
-    std::fs::create_dir_all(&sp).unwrap();
-    for f in [
-        "cheetah9LP.parv",
-        "cheetah9LP.diskspecs",
-        "cheetah9LP.model",
-        "cheetah9LP.seek",
-        "q1.trace",
-    ] {
-        std::fs::copy(dir.join(f), sp.join(f)).unwrap();
-    }
     let st = Command::new(env!("CARGO_BIN_EXE_spindle"))
         .args(["--quiet", "validate"])
-        .arg(&sp)
+        .arg(&dir)
         .arg("--out")
         .arg(dir.join("out"))
         .arg("--requests")
@@ -222,7 +210,11 @@ fn cheetah9lp_q1_read_and_write_means_match_disksim() {
         "{}",
         String::from_utf8_lossy(&st.stderr)
     );
-    let csv = std::fs::read_to_string(dir.join("out/spindle.requests.csv")).unwrap();
+    let csv = std::fs::read_to_string(dir.join(format!(
+        "out/{}.requests.csv",
+        dir.file_name().unwrap().to_str().unwrap()
+    )))
+    .unwrap();
     let ours: Vec<(bool, f64)> = csv
         .lines()
         .skip(1)

@@ -641,7 +641,7 @@ impl Controller {
         } else {
             seg_size - seg_len
         };
-        let n = match c.continuous_read {
+        let mut n = match c.continuous_read {
             // Modes 1 and 2 stop where a background read would need a head switch or a seek
             // (mode 1) or a seek (mode 2) (DiskSim `disk_initiate_seek`).
             1 => to_track_end.min(goal),
@@ -663,7 +663,6 @@ impl Controller {
                 }
             }
         };
-        let mut n = n;
         n = n.min(drive.capacity_sectors() - from);
         if n == 0 {
             return;
