@@ -21,6 +21,11 @@
 //! - (dc1) the same trace, SATF, at most 16 outstanding;
 //! - (dc2) closed loop, 16 outstanding, SATF.
 //!
+//! Whole experiments compiled in from `examples/bench/`: the 36-disk mix at Q = 64 (r10,
+//! sr, srm, ew), the file-server trace on a 12-disk RAID-10 (fs, skipped without
+//! `../shared`), and the 64-point sweep of the mix on one and two threads (sw1, sw2; the
+//! rate per core is the rate divided by the threads).
+//!
 //! The DiskSim model is `--model PATH`, else `../shared/validation/disksim/cheetah9LP/
 //! cheetah9LP.parv` when present; without it those scenarios run on the built-in Cheetah 9LP
 //! and the table says so.
@@ -54,7 +59,8 @@ pub struct BenchArgs {
     /// Run only these scenarios (comma-separated names, e.g. da,dc2).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// Requests per scenario (the 36-disk scenarios run their file's 200,000).
+    /// Requests per scenario (the 36-disk, file-server and sweep scenarios run their files'
+    /// own).
     #[arg(long, default_value_t = 1_000_000)]
     requests: u64,
     /// Print the results as JSON.
@@ -70,7 +76,8 @@ struct Outcome {
     model: String,
     requests: u64,
     wall_s: f64,
-    /// Simulated requests per wall-clock second; every scenario runs on one core.
+    /// Simulated requests per wall-clock second per core: every scenario runs on one core
+    /// but the multi-threaded sweep, whose rate is divided by its threads.
     requests_per_s: f64,
     /// CPU time of the run (Linux schedstat; 0 where unavailable) and simulated requests
     /// per CPU second: what other load on the machine disturbs least.
@@ -96,7 +103,14 @@ enum TraceKind {
     Builtin,
     /// `gen_trace.py`'s parameters: mean inter-arrival 13.655943 ms, DiskSim's capacity.
     DiskSim,
+    /// The shared file-server trace ([`FILE_SERVER_TRACE`]), replacing the experiment's
+    /// `workload.trace.path`; the scenario is skipped, saying so, when it is absent.
+    FileServer,
 }
+
+/// The Microsoft file-server trace's place, relative to the working directory (a checkout
+/// beside `shared/`), then to this crate's source.
+const FILE_SERVER_TRACE: &str = "shared/traces/msnfs_fileserver_replayer/MSN-FS-30s-ms";
 
 /// Which drive a scenario runs on.
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -107,6 +121,9 @@ enum Model {
     /// A whole experiment (an `examples/bench/` file, compiled in): its own drive, array,
     /// workload and request count.
     Experiment(&'static str),
+    /// A whole sweep (an `examples/bench/` file, compiled in), its points run on this many
+    /// worker threads, costliest first as `spindle sweep` runs them.
+    Sweep(&'static str, usize),
 }
 
 /// One named scenario: an experiment on `model`, possibly replaying a trace.
@@ -228,6 +245,33 @@ const SCENARIOS: &[Scenario] = &[
         scheduler: "",
         workload: "",
     },
+    Scenario {
+        name: "fs",
+        description: "12 disks: RAID-10 6x1x2, SATF, file-server trace",
+        model: Model::Experiment(include_str!("../../../examples/bench/fileserver_12.toml")),
+        seed: 1,
+        trace: TraceKind::FileServer,
+        scheduler: "",
+        workload: "",
+    },
+    Scenario {
+        name: "sw1",
+        description: "sweep: 36-disk mix, 64 points, 1 thread",
+        model: Model::Sweep(include_str!("../../../examples/bench/sweep_36_mix.toml"), 1),
+        seed: 1,
+        trace: TraceKind::None,
+        scheduler: "",
+        workload: "",
+    },
+    Scenario {
+        name: "sw2",
+        description: "sweep: 36-disk mix, 64 points, 2 threads",
+        model: Model::Sweep(include_str!("../../../examples/bench/sweep_36_mix.toml"), 2),
+        seed: 1,
+        trace: TraceKind::None,
+        scheduler: "",
+        workload: "",
+    },
 ];
 
 fn scenario(name: &str) -> anyhow::Result<&'static Scenario> {
@@ -243,17 +287,22 @@ fn disksim_model(arg: Option<&str>) -> String {
     if let Some(m) = arg {
         return m.to_string();
     }
+    shared_file(DISKSIM_MODEL).map_or_else(|| BUILTIN.to_string(), |p| p.display().to_string())
+}
+
+/// `relative` (a path under `shared/`) beside the working directory, else beside this
+/// checkout; `None` when it is in neither.
+fn shared_file(relative: &str) -> Option<PathBuf> {
     let candidates = [
-        Path::new("..").join(DISKSIM_MODEL),
+        Path::new("..").join(relative),
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../..")
-            .join(DISKSIM_MODEL),
+            .join(relative),
     ];
     candidates
         .iter()
         .find(|p| p.exists())
         .and_then(|p| p.canonicalize().ok())
-        .map_or_else(|| BUILTIN.to_string(), |p| p.display().to_string())
 }
 
 /// The experiment of scenario `s` on `model`, replaying `trace` if it has one.
@@ -263,12 +312,12 @@ fn experiment(
     trace: Option<&Path>,
     requests: u64,
 ) -> anyhow::Result<String> {
-    if let Model::Experiment(text) = s.model {
+    if let Model::Experiment(text) | Model::Sweep(text, _) = s.model {
         return Ok(text.to_string());
     }
     let workload = match s.trace {
         TraceKind::None => s.workload.to_string(),
-        TraceKind::Builtin | TraceKind::DiskSim => {
+        TraceKind::Builtin | TraceKind::DiskSim | TraceKind::FileServer => {
             let path = trace.with_context(|| format!("scenario {} needs --trace", s.name))?;
             format!(
                 "kind = \"trace\"\n[workload.trace]\npath = {:?}\nformat = \"disksim\"\n{}",
@@ -284,38 +333,82 @@ fn experiment(
     ))
 }
 
+/// Runs scenario `s` in this process: the requests simulated, the mean latency and the mean
+/// utilisation (over every point of a sweep, weighted by requests).
+fn simulate(
+    s: &Scenario,
+    model: &str,
+    trace: Option<&Path>,
+    requests: u64,
+) -> anyhow::Result<(u64, f64, f64)> {
+    let text = experiment(s, model, trace, requests)?;
+    let origin = format!("bench scenario {}", s.name);
+    // A compiled-in experiment replays the trace found beside the checkout.
+    let sets: Vec<String> = match (s.model, trace) {
+        (Model::Experiment(_), Some(t)) => vec![format!("workload.trace.path={}", t.display())],
+        _ => Vec::new(),
+    };
+    if let Model::Sweep(_, threads) = s.model {
+        let sweep = spindle::sweep::Sweep::parse(&text, &origin, &sets)?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .context("starting the worker threads")?;
+        let reports = crate::sweep_cmd::run_points(&sweep, None, &pool, &|| {})
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?;
+        let rows: Vec<_> = reports.iter().flat_map(|r| r.rows()).collect();
+        let n: u64 = rows.iter().map(|r| r.requests_issued).sum();
+        let weighted = |f: &dyn Fn(&spindle::metrics::Report) -> f64| {
+            rows.iter()
+                .map(|r| f(r) * r.requests_issued as f64)
+                .sum::<f64>()
+                / n.max(1) as f64
+        };
+        return Ok((
+            n,
+            weighted(&|r| r.latency.all.mean_ms),
+            weighted(&|r| r.mean_utilization()),
+        ));
+    }
+    let exp = spindle::config::Experiment::parse(&text, &origin, &sets)?;
+    let read_file = crate::run_cmd::reader_relative_to(None);
+    let open_trace = crate::replay::opener(None);
+    let report = exp.run(&read_file, &open_trace, &mut |_, _, _, _| {})?;
+    Ok((
+        report.requests_issued,
+        report.latency.all.mean_ms,
+        report.mean_utilization(),
+    ))
+}
+
 fn run_scenario(
     s: &Scenario,
     model: &str,
     trace: Option<&Path>,
     requests: u64,
 ) -> anyhow::Result<Outcome> {
-    let text = experiment(s, model, trace, requests)?;
     let cpu0 = cpu_s();
     let start = Instant::now();
-    let exp =
-        spindle::config::Experiment::parse(&text, &format!("bench scenario {}", s.name), &[])?;
-    let read_file = crate::run_cmd::reader_relative_to(None);
-    let open_trace = crate::replay::opener(None);
-    let report = exp.run(&read_file, &open_trace, &mut |_, _, _, _| {})?;
+    let (n, mean_latency_ms, utilization) = simulate(s, model, trace, requests)?;
     let wall_s = start.elapsed().as_secs_f64();
     let cpu = cpu_s() - cpu0;
+    let cores = match s.model {
+        Model::Sweep(_, threads) => threads as f64,
+        _ => 1.0,
+    };
     Ok(Outcome {
         scenario: s.name.to_string(),
         description: s.description.to_string(),
         model: model.to_string(),
-        requests: report.requests_issued,
+        requests: n,
         wall_s,
-        requests_per_s: report.requests_issued as f64 / wall_s,
+        requests_per_s: n as f64 / wall_s / cores,
         cpu_s: cpu,
-        requests_per_cpu_s: if cpu > 0.0 {
-            report.requests_issued as f64 / cpu
-        } else {
-            0.0
-        },
+        requests_per_cpu_s: if cpu > 0.0 { n as f64 / cpu } else { 0.0 },
         peak_rss_mb: peak_rss_mb(),
-        mean_latency_ms: report.latency.all.mean_ms,
-        utilization: report.mean_utilization(),
+        mean_latency_ms,
+        utilization,
     })
 }
 
@@ -437,11 +530,12 @@ pub fn run(args: BenchArgs, quiet: bool) -> anyhow::Result<()> {
     let mut builtin_trace: Option<PathBuf> = None;
     let mut disksim_trace: Option<PathBuf> = None;
     let mut results: Vec<Outcome> = Vec::new();
+    let file_server = shared_file(FILE_SERVER_TRACE);
     for s in &selected {
         let model = match s.model {
             Model::Builtin => BUILTIN,
             Model::DiskSim => disksim.as_str(),
-            Model::Experiment(_) => "examples/bench",
+            Model::Experiment(_) | Model::Sweep(..) => "examples/bench",
         };
         let trace = match s.trace {
             TraceKind::None => None,
@@ -480,6 +574,16 @@ pub fn run(args: BenchArgs, quiet: bool) -> anyhow::Result<()> {
                 }
                 disksim_trace.as_deref()
             }
+            TraceKind::FileServer => match &file_server {
+                Some(p) => Some(p.as_path()),
+                None => {
+                    say(&format!(
+                        "bench ({}): SKIPPED: the file-server trace (../{FILE_SERVER_TRACE}) is absent",
+                        s.name
+                    ));
+                    continue;
+                }
+            },
         };
         say(&format!("bench ({}): {} …", s.name, s.description));
         results.push(child(s, model, trace)?);

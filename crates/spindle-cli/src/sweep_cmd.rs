@@ -64,42 +64,7 @@ pub fn run(args: SweepArgs, quiet: bool) -> anyhow::Result<()> {
 
     let bar = progress::bar(Some(n as u64), quiet, "sweeping");
     let started = std::time::Instant::now();
-    // The costliest points start first, each worker taking the next point in that order
-    // when it is free (rayon's splitting of the index range would leave the order to
-    // chance: slow eager-writing points landing last kept the other workers idle).
-    let order = sweep.longest_first();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Result<Report, ConfigError>>>> =
-        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
-    pool.scope(|s| {
-        for _ in 0..pool.current_num_threads() {
-            s.spawn(|_| loop {
-                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&i) = order.get(k) else {
-                    break;
-                };
-                let report = sweep.point(i).and_then(|p| {
-                    p.run_with(
-                        &read_file,
-                        &open_trace,
-                        &open_validate,
-                        &mut |_, _, _, _| {},
-                    )
-                    .map_err(|e| sweep.point_error(i, e))
-                });
-                bar.inc(1);
-                *slots[i].lock().expect("a worker panicked") = Some(report);
-            });
-        }
-    });
-    let results: Vec<Result<Report, ConfigError>> = slots
-        .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .expect("a worker panicked")
-                .expect("every point ran")
-        })
-        .collect();
+    let results = run_points(&sweep, base.as_deref(), &pool, &|| bar.inc(1));
     bar.finish_and_clear();
     let reports = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     let simulated = reports
@@ -134,6 +99,56 @@ pub fn run(args: SweepArgs, quiet: bool) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Runs every point of `sweep` on `pool`'s workers and returns the reports in point order;
+/// `done` is called as each point ends. The costliest points start first, each worker taking
+/// the next point in that order when it is free (rayon's splitting of the index range would
+/// leave the order to chance: slow eager-writing points landing last kept the other workers
+/// idle). Files are named relative to `base`.
+pub fn run_points(
+    sweep: &Sweep,
+    base: Option<&Path>,
+    pool: &rayon::ThreadPool,
+    done: &(dyn Fn() + Sync),
+) -> Vec<Result<Report, ConfigError>> {
+    let read_file = reader_relative_to(base);
+    let open_trace = replay::opener(base);
+    let open_validate = crate::validate_cmd::opener(base);
+    let order = sweep.longest_first();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<Report, ConfigError>>>> = (0..sweep.len())
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
+    pool.scope(|s| {
+        for _ in 0..pool.current_num_threads() {
+            s.spawn(|_| loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&i) = order.get(k) else {
+                    break;
+                };
+                let report = sweep.point(i).and_then(|p| {
+                    p.run_with(
+                        &read_file,
+                        &open_trace,
+                        &open_validate,
+                        &mut |_, _, _, _| {},
+                    )
+                    .map_err(|e| sweep.point_error(i, e))
+                });
+                done();
+                *slots[i].lock().expect("a worker panicked") = Some(report);
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .expect("a worker panicked")
+                .expect("every point ran")
+        })
+        .collect()
 }
 
 /// The headline numbers of a report, in [`HEADLINE_FIELDS`] order.

@@ -333,6 +333,39 @@ fn bench_runs_the_disksim_scenarios_on_the_model_it_names() {
     assert!(stderr(&o).contains("dc2"), "{}", stderr(&o));
 }
 
+/// The file-server replay replays the whole shared trace (or is skipped, saying so), and the
+/// two-thread sweep reports its rate per core: requests / wall / 2.
+#[test]
+fn bench_replays_the_file_server_trace_and_runs_the_sweep_on_two_threads() {
+    let o = spindle(&["bench", "--only", "fs,sw2", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["scenario"].as_str().unwrap())
+        .collect();
+    if shared("traces/msnfs_fileserver_replayer/MSN-FS-30s-ms").is_some() {
+        assert_eq!(names, ["fs", "sw2"]);
+        // Every line of the trace, each one request.
+        assert_eq!(rows[0]["requests"].as_u64(), Some(149_999), "{}", rows[0]);
+        let u = rows[0]["utilization"].as_f64().unwrap();
+        assert!(u > 0.0 && u <= 1.0, "{}", rows[0]);
+    } else {
+        assert_eq!(names, ["sw2"]);
+        assert!(stderr(&o).contains("bench (fs): SKIPPED"), "{}", stderr(&o));
+    }
+    let sw = rows.last().unwrap();
+    // 64 points of 20,000 requests.
+    assert_eq!(sw["requests"].as_u64(), Some(1_280_000), "{sw}");
+    let (n, wall, rate) = (
+        sw["requests"].as_f64().unwrap(),
+        sw["wall_s"].as_f64().unwrap(),
+        sw["requests_per_s"].as_f64().unwrap(),
+    );
+    // Rounding only: the rate is computed from the same two numbers.
+    assert!((rate * wall * 2.0 / n - 1.0).abs() < 1e-9, "{sw}");
+}
+
 fn shared(rel: &str) -> Option<std::path::PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared")
