@@ -1230,6 +1230,11 @@ impl Array {
         let Some(e) = self.table.get_mut(&key) else {
             return;
         };
+        if e.promoted {
+            // Its delayed writes moved already, and every later one is queued in the
+            // foreground (`written`): nothing is left in a delayed queue.
+            return;
+        }
         e.promoted = true;
         // Moving queue entries leaves the entry's operations as they are.
         let ids = std::mem::take(&mut e.ops);
@@ -1533,8 +1538,9 @@ impl Array {
                 t.remove(slot);
             }
             self.release_blocked(now);
-        } else if op.kind == Kind::FirstWrite {
-            // A newer write of the same piece may now supersede this one's propagation.
+        } else if op.kind == Kind::FirstWrite && self.blocked_cover.any(key.0, key.1, key.2) {
+            // A newer write of the same piece may now supersede this one's propagation
+            // (no blocked write touches the piece: nothing a blocked write waits on changed).
             self.release_blocked(now);
         }
     }

@@ -6,6 +6,7 @@
 //! physical target is located once, when queued). With an age bound, a request that has
 //! waited longer than the bound is served first, oldest first, whatever the policy.
 
+mod angle_ring;
 mod policies;
 
 pub use policies::{CLook, Fcfs, Look, Satf, Scan, Sstf};

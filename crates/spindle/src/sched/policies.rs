@@ -1,5 +1,6 @@
 //! The six policies. Each is a thin rule over [`Pending`]; see the module docs of `sched`.
 
+use super::angle_ring::{AngleRing, Seen};
 use super::{DiskRequest, Pending, Pick, SchedStats, Scheduler};
 use crate::drive::{Drive, HeadState};
 use crate::{Nanos, Op};
@@ -239,7 +240,10 @@ impl Scheduler for CLook {
 /// (cylinder, surface, angle, op and seq of every eligible copy of every request, `stride`
 /// entries per slot) and predicts without divisions: the platter angle after the overhead
 /// is computed once per op per pick, and each copy adds its seek. The prediction is exactly
-/// [`Drive::position_time`] (asserted in debug builds).
+/// [`Drive::position_time`] (asserted in debug builds). A long queue (from
+/// [`Satf::RING_FROM`] live copies until it is back below [`Satf::RING_UNTIL`]) also keeps
+/// its copies in an [`AngleRing`], and the scan reads them in the order the platter brings
+/// them round, stopping when no copy left can win.
 #[derive(Debug)]
 pub struct Satf {
     age_bound: Option<crate::Span>,
@@ -251,6 +255,9 @@ pub struct Satf {
     /// Slot `s`'s copies are `copies[s * stride..][..stride]`, unused ones [`SatfCopy::NONE`].
     copies: Vec<SatfCopy>,
     stride: usize,
+    /// Live copies.
+    live: usize,
+    ring: Option<AngleRing>,
     /// The slot of each queued request, by id.
     slot_of: std::collections::HashMap<u64, u32, std::hash::BuildHasherDefault<IdHasher>>,
 }
@@ -306,6 +313,8 @@ impl Satf {
             len: 0,
             copies: Vec::with_capacity(64),
             stride: 1,
+            live: 0,
+            ring: None,
             slot_of: Default::default(),
         }
     }
@@ -315,6 +324,17 @@ impl Satf {
         let r = self.slab[slot as usize].take().expect("a live slot");
         self.slot_of.remove(&r.id);
         let at = slot as usize * self.stride;
+        for i in at..at + self.stride {
+            if self.copies[i].seq != u64::MAX {
+                self.live -= 1;
+                if let Some(ring) = &mut self.ring {
+                    ring.remove(i as u32);
+                }
+            }
+        }
+        if self.live < Self::RING_UNTIL {
+            self.ring = None;
+        }
         self.copies[at..at + self.stride].fill(SatfCopy::NONE);
         self.free.push(slot);
         self.len -= 1;
@@ -330,6 +350,25 @@ impl Satf {
         }
         self.copies = copies;
         self.stride = stride;
+        if let Some(p) = self.ring.as_ref().map(AngleRing::period_ns) {
+            self.build_ring(p);
+        }
+    }
+
+    /// A queue of this many live copies keeps them in an [`AngleRing`] ...
+    const RING_FROM: usize = 192;
+    /// ... until it holds fewer than this many.
+    const RING_UNTIL: usize = 96;
+
+    /// Puts every live copy in a new ring for a drive turning once in `period_ns`.
+    fn build_ring(&mut self, period_ns: u64) {
+        let mut ring = AngleRing::new(period_ns);
+        for (i, c) in self.copies.iter().enumerate() {
+            if c.seq != u64::MAX {
+                ring.insert(i as u32, op_of(c), c.angle_ns);
+            }
+        }
+        self.ring = Some(ring);
     }
 
     /// The slot minimising `(positioning time, seq)`.
@@ -344,11 +383,8 @@ impl Satf {
             (before, a)
         };
         let (read, write) = (prep(Op::Read), prep(Op::Write));
-        let mut best: Option<((crate::Span, u64), usize)> = None;
-        for (i, c) in self.copies.iter().enumerate() {
-            if c.seq == u64::MAX {
-                continue;
-            }
+        // A copy's positioning time, and its seek and the platter angle the seek starts at.
+        let time = |c: &SatfCopy| -> (crate::Span, crate::Span, Op) {
             let (op, (before, a0)) = if c.write {
                 (Op::Write, write)
             } else {
@@ -386,12 +422,74 @@ impl Satf {
                 ),
                 "the scan predicts as the drive does"
             );
-            let k = (t, c.seq);
+            (t, seek, op)
+        };
+        let price = |i: usize| -> Seen {
+            let c = &self.copies[i];
+            let (t, seek, op) = time(c);
+            let (before, a0) = if op == Op::Write { write } else { read };
+            // The angle still to turn once the overhead is paid; a copy reached within it
+            // costs exactly `before + r`.
+            let angle = if c.angle_ns < p {
+                c.angle_ns
+            } else {
+                c.angle_ns % p
+            };
+            let r = if angle >= a0 {
+                angle - a0
+            } else {
+                angle + p - a0
+            };
+            let in_time = seek.0 <= r;
+            debug_assert!(!in_time || t == before + crate::Span(r));
+            Seen {
+                r,
+                key: (t, c.seq),
+                in_time,
+            }
+        };
+        let mut best: Option<((crate::Span, u64), usize)> = None;
+        let mut consider = |k: (crate::Span, u64), i: usize| {
             if best.is_none_or(|(b, _)| k < b) {
                 best = Some((k, i));
             }
+        };
+        match &self.ring {
+            Some(ring) => {
+                for (op, (_, a0)) in [(Op::Read, read), (Op::Write, write)] {
+                    if !ring.has(op) {
+                        continue;
+                    }
+                    match ring.walk(op, a0, |i| price(i as usize)) {
+                        Some((k, i)) => consider(k, i as usize),
+                        // No copy of this op is reached in time: weigh them all.
+                        None => {
+                            for (i, c) in self.copies.iter().enumerate() {
+                                if c.seq != u64::MAX && op_of(c) == op {
+                                    consider((time(c).0, c.seq), i);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            None => {
+                for (i, c) in self.copies.iter().enumerate() {
+                    if c.seq != u64::MAX {
+                        consider((time(c).0, c.seq), i);
+                    }
+                }
+            }
         }
         best.map(|(_, i)| u32::try_from(i / self.stride).expect("slot fits u32"))
+    }
+}
+
+fn op_of(c: &SatfCopy) -> Op {
+    if c.write {
+        Op::Write
+    } else {
+        Op::Read
     }
 }
 
@@ -420,6 +518,10 @@ impl Scheduler for Satf {
                 angle_ns: t.angle_ns,
                 seq: r.seq,
             };
+            self.live += 1;
+            if let Some(ring) = &mut self.ring {
+                ring.insert((at + i) as u32, r.op, t.angle_ns);
+            }
         }
         self.slab[slot as usize] = Some(r);
         self.len += 1;
@@ -443,6 +545,9 @@ impl Scheduler for Satf {
                 let r = self.take_slot(slot as u32);
                 return Some(Pick::closest(r, now, head, drive));
             }
+        }
+        if self.ring.is_none() && self.live >= Self::RING_FROM {
+            self.build_ring(drive.period().0);
         }
         // RSATF: a request costs its quickest replica.
         let slot = self.argmin(now, head, drive)?;

@@ -154,3 +154,86 @@ fn remove_takes_a_queued_request_out() {
         assert_eq!(s.len(), 1, "{policy}");
     }
 }
+
+/// SATF's pick is the argmin of (quickest replica's positioning time, seq) over the queue,
+/// whether the queue is short (a whole scan) or long (the angle ring's early stop): checked
+/// against a brute-force argmin of [`Drive::position_time`] on random queues that grow past
+/// the ring's threshold and shrink below it, with reads, writes and rotational replicas, on
+/// two drives (a linear test drive and the built-in ST39133LWV with its write settle).
+#[test]
+fn satf_picks_the_brute_force_argmin_on_long_queues() {
+    use rand::{Rng, SeedableRng};
+    for d in [drive(), crate::drive::builtin_drive("st39133lwv").unwrap()] {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
+        let mut s = Policy::Satf.build(None, d.geometry().cylinders());
+        let mut queued: Vec<DiskRequest> = Vec::new();
+        let capacity = d.capacity_sectors();
+        let mut head = HeadState {
+            cylinder: 0,
+            head: 0,
+            phase_ns: 0,
+        };
+        let mut now = Nanos(0);
+        let mut seq = 0;
+        for round in 0..6000 {
+            // Grow to ~1,200 requests, then drain to none, twice.
+            let grow = (round / 1500) % 2 == 0;
+            if grow || queued.is_empty() || rng.gen_bool(0.3) {
+                seq += 1;
+                let copies = if rng.gen_bool(0.3) {
+                    rng.gen_range(2..=4)
+                } else {
+                    1
+                };
+                let list: Vec<(u8, crate::drive::Target)> = (0..copies)
+                    .map(|k| (k as u8, d.locate(rng.gen_range(0..capacity))))
+                    .collect();
+                let r = DiskRequest {
+                    id: seq,
+                    op: if rng.gen_bool(0.5) {
+                        Op::Read
+                    } else {
+                        Op::Write
+                    },
+                    lba: 0,
+                    sectors: 1,
+                    target: list[0].1,
+                    replicas: Replicas::from_list(list),
+                    queued_at: now,
+                    seq,
+                };
+                queued.push(r.clone());
+                s.push(r);
+            }
+            if !grow || rng.gen_bool(0.2) {
+                if rng.gen_bool(0.1) {
+                    // A cancellation from the middle of the queue.
+                    let k = rng.gen_range(0..queued.len());
+                    let r = queued.swap_remove(k);
+                    assert_eq!(s.remove(r.id).map(|x| x.id), Some(r.id));
+                    continue;
+                }
+                let best = queued
+                    .iter()
+                    .map(|r| (r.replicas.best(now, &head, r.op, &d).1, r.seq))
+                    .min()
+                    .unwrap();
+                let p = s.pick(now, &head, &d).unwrap();
+                let got = (
+                    p.request.replicas.best(now, &head, p.request.op, &d).1,
+                    p.request.seq,
+                );
+                assert_eq!(
+                    got, best,
+                    "round {round}: SATF picked a request that is not the argmin"
+                );
+                queued.retain(|r| r.id != p.request.id);
+                let t = p.request.replicas.get(p.replica).1;
+                head.cylinder = t.chs.cylinder;
+                head.head = t.chs.head;
+                now = Nanos(now.0 + rng.gen_range(0..20_000_000));
+            }
+        }
+        assert_eq!(s.len(), queued.len());
+    }
+}

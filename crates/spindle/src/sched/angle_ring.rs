@@ -1,0 +1,121 @@
+//! The copies of a long SATF queue bucketed by the angle of their first sector, per op, so a
+//! pick reads the copies in the order the platter brings them under the head and stops
+//! early (see [`AngleRing`]).
+
+use crate::Op;
+
+/// Buckets of a revolution.
+const BUCKETS: usize = 64;
+
+/// Copy indexes (into the scheduler's copy table) in [`BUCKETS`] buckets of the revolution
+/// per op, bucket `b` holding angles `θ mod p` with `b·p ≤ (θ mod p)·BUCKETS < (b+1)·p`.
+///
+/// Why it finds the argmin early: a copy reached before its sector comes round the first
+/// time (seek ≤ `r`, the angle still to turn once the overhead is paid) costs `before + r`;
+/// any other costs at least `before + r + p`. So once a copy of an op is reachable, a copy
+/// of that op further round the revolution, or one not reachable in time, cannot beat it:
+/// the walk stops at the first bucket whose smallest `r` exceeds the best found.
+#[derive(Debug)]
+pub struct AngleRing {
+    period_ns: u64,
+    /// `buckets[op * BUCKETS + b]`, op 0 reads, 1 writes.
+    buckets: Vec<Vec<u32>>,
+    /// Per copy index: (bucket, position in it), `u32::MAX` for a copy not in the ring.
+    at: Vec<(u32, u32)>,
+}
+
+/// What a walk needs of one copy.
+pub struct Seen {
+    /// The copy's angle still to turn once the overhead is paid, `r` in `0..p`.
+    pub r: u64,
+    /// Its positioning time and arrival order: the key SATF minimises.
+    pub key: (crate::Span, u64),
+    /// Whether the arm gets there before the sector first comes round (seek ≤ `r`).
+    pub in_time: bool,
+}
+
+impl AngleRing {
+    pub fn new(period_ns: u64) -> AngleRing {
+        AngleRing {
+            period_ns,
+            buckets: vec![Vec::new(); 2 * BUCKETS],
+            at: Vec::new(),
+        }
+    }
+
+    pub fn period_ns(&self) -> u64 {
+        self.period_ns
+    }
+
+    fn bucket(&self, op: Op, angle_ns: u64) -> usize {
+        let a = u128::from(angle_ns % self.period_ns);
+        let b = (a * BUCKETS as u128 / u128::from(self.period_ns)) as usize;
+        usize::from(op == Op::Write) * BUCKETS + b
+    }
+
+    /// Adds copy `i`.
+    pub fn insert(&mut self, i: u32, op: Op, angle_ns: u64) {
+        let b = self.bucket(op, angle_ns);
+        if self.at.len() <= i as usize {
+            self.at.resize(i as usize + 1, (u32::MAX, u32::MAX));
+        }
+        let pos = u32::try_from(self.buckets[b].len()).expect("bucket fits u32");
+        self.buckets[b].push(i);
+        self.at[i as usize] = (b as u32, pos);
+    }
+
+    /// Removes copy `i` (in the ring).
+    pub fn remove(&mut self, i: u32) {
+        let (b, pos) = std::mem::replace(&mut self.at[i as usize], (u32::MAX, u32::MAX));
+        assert!(b != u32::MAX, "copy {i} is in the ring");
+        let bucket = &mut self.buckets[b as usize];
+        bucket.swap_remove(pos as usize);
+        if let Some(&moved) = bucket.get(pos as usize) {
+            self.at[moved as usize].1 = pos;
+        }
+    }
+
+    /// The copies of `op` in the order the platter brings them round from angle `a0` (ns
+    /// into the revolution), a bucket at a time, until none left can beat the best copy
+    /// reached in time; `see` prices a copy. Returns the best key of a copy reached in
+    /// time with its index, or `None` when no copy of the op is reached in time (then the
+    /// caller must weigh them all).
+    pub fn walk(
+        &self,
+        op: Op,
+        a0: u64,
+        mut see: impl FnMut(u32) -> Seen,
+    ) -> Option<((crate::Span, u64), u32)> {
+        let p = self.period_ns;
+        let base = usize::from(op == Op::Write) * BUCKETS;
+        let j0 = self.bucket(Op::Read, a0);
+        let mut best: Option<(u64, (crate::Span, u64), u32)> = None;
+        for m in 0..BUCKETS {
+            if m > 0 {
+                // Every angle in this bucket is at least its lower edge, `r` at least that
+                // edge less `a0` (a revolution on once the walk has wrapped).
+                let k = (j0 + m) as u128;
+                let edge = (k * u128::from(p)).div_ceil(BUCKETS as u128) as u64;
+                let r_min = edge - a0;
+                if best.is_some_and(|(r, _, _)| r < r_min) {
+                    break;
+                }
+            }
+            for &i in &self.buckets[base + (j0 + m) % BUCKETS] {
+                let s = see(i);
+                if s.in_time && best.is_none_or(|(_, k, _)| s.key < k) {
+                    best = Some((s.r, s.key, i));
+                }
+            }
+        }
+        best.map(|(_, k, i)| (k, i))
+    }
+
+    /// Whether op `op` has copies in the ring.
+    pub fn has(&self, op: Op) -> bool {
+        let base = usize::from(op == Op::Write) * BUCKETS;
+        self.buckets[base..base + BUCKETS]
+            .iter()
+            .any(|b| !b.is_empty())
+    }
+}
