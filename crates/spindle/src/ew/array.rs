@@ -43,6 +43,7 @@
 use super::free_space::{BlockId, FreeSpace, Sweep};
 use super::map_log::{Append, L2pMap, MapLog, MapLogConfig};
 use super::sched::{EwPick, EwPolicy, EwQueue, EwRequest, Work};
+use super::small::{InlineVec, IntMap, IntSet};
 use crate::array::{
     Action, Backlog, Breakdown, Completion, DataMove, DiskCounters, DiskReader, Engine, Event,
     HostRequest, NvramWrite, RecoverError,
@@ -52,7 +53,7 @@ use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// The EW-Array paper's block (5.2.1).
@@ -204,11 +205,11 @@ struct BlockState {
     /// The newest write acknowledged.
     acked: u64,
     /// The version each replica's mapped location holds.
-    ver: Vec<u64>,
+    ver: InlineVec<u64, 2>,
     /// Operations writing this block not yet finished.
     inflight: u32,
     /// Pending propagations and home moves.
-    props: Vec<usize>,
+    props: InlineVec<usize, 2>,
     /// Host write chunks covering this block not yet acknowledged. The state stays while
     /// one is pending: a chunk acknowledged after its block settled on a newer write (its
     /// other blocks' copies still in flight) must not see a state created afresh by a
@@ -256,9 +257,12 @@ pub struct EwArray {
     free_ops: Vec<usize>,
     groups: Vec<Option<Group>>,
     free_groups: Vec<usize>,
-    table: BTreeMap<u32, BlockState>,
-    pins: BTreeMap<(usize, BlockId), u32>,
-    zombies: BTreeSet<(usize, BlockId)>,
+    /// Blocks with writes in flight or copies to propagate (looked up, never iterated).
+    table: IntMap<u32, BlockState>,
+    /// Locations queued reads still need, with their count of readers.
+    pins: IntMap<(usize, BlockId), u32>,
+    /// Pinned locations the map no longer points to: freed with their last pin.
+    zombies: IntSet<(usize, BlockId)>,
     pending_blocks: usize,
     /// Pending blocks whose propagation was moved to the foreground.
     promoted_blocks: usize,
@@ -542,9 +546,9 @@ impl EwArray {
             free_ops: Vec::new(),
             groups: Vec::new(),
             free_groups: Vec::new(),
-            table: BTreeMap::new(),
-            pins: BTreeMap::new(),
-            zombies: BTreeSet::new(),
+            table: IntMap::default(),
+            pins: IntMap::default(),
+            zombies: IntSet::default(),
             pending_blocks: 0,
             reserved_blocks: 0,
             held: VecDeque::new(),
@@ -670,9 +674,9 @@ impl EwArray {
         self.table.entry(b).or_insert_with(|| BlockState {
             newest: 0,
             acked: 0,
-            ver: vec![0; dm],
+            ver: InlineVec::filled(0, dm),
             inflight: 0,
-            props: Vec::new(),
+            props: InlineVec::new(),
             chunks: 0,
         })
     }
@@ -1350,7 +1354,7 @@ impl EwArray {
             }
             let previous = std::mem::replace(&mut st.acked, g.version);
             let props = st.props.clone();
-            for p in props {
+            for &p in props.iter() {
                 let op = self.ops[p].as_mut().expect("live propagation");
                 // The block was current for propagations of the previous acknowledged
                 // write, and is no longer.
