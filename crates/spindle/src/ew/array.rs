@@ -41,7 +41,7 @@
 //! the home location; the eager copy is freed after). Reads use either copy.
 
 use super::free_space::{BlockId, FreeSpace, Sweep};
-use super::map_log::{Append, L2pMap, MapLog, MapLogConfig};
+use super::map_log::{Append, L2pMap, MapLog, MapLogConfig, Placement};
 use super::sched::{EwPick, EwPolicy, EwQueue, EwRequest, Work};
 use super::small::{InlineVec, IntMap, IntSet};
 use crate::array::{
@@ -319,6 +319,76 @@ fn column_of(b: u32, unit: u32, n: u32) -> (u32, u32) {
     (stripe % n, (stripe / n) * unit + b % unit)
 }
 
+/// The initial placement as a formula (the map's [`Placement`]): every replica of logical
+/// block b at its column's slot — [`initial_slot`] for an even layout, the drawn slots for
+/// a random one. The map stores an entry only once it changes.
+struct InitialPlacement {
+    unit: u32,
+    n: u32,
+    /// Blocks per column.
+    per_column: Vec<u32>,
+    /// Blocks of each column's band.
+    band_blocks: Vec<u32>,
+    /// Random layout: each column's slots, in column order; even layout: empty.
+    random: Vec<Vec<BlockId>>,
+}
+
+impl InitialPlacement {
+    /// Column `c`'s `i`-th block's slot.
+    fn slot(&self, c: usize, i: u32) -> BlockId {
+        if self.random.is_empty() {
+            initial_slot(i, self.per_column[c], self.band_blocks[c], self.unit)
+        } else {
+            self.random[c][i as usize]
+        }
+    }
+}
+
+impl Placement for InitialPlacement {
+    fn initial(&self, block: u32, _replica: u32) -> u32 {
+        let (c, i) = column_of(block, self.unit, self.n);
+        self.slot(c as usize, i)
+    }
+
+    /// A stripe unit's blocks lie together in an even layout: one formula per unit.
+    fn fill(&self, first: u64, replicas: u32, out: &mut [u32]) {
+        let r = u64::from(replicas);
+        let mut k = 0usize;
+        while k < out.len() {
+            let e = first + k as u64;
+            let block = u32::try_from(e / r).expect("block fits u32");
+            let mut replica = (e % r) as usize;
+            let (c, i) = column_of(block, self.unit, self.n);
+            // Blocks left in this stripe unit from `block` on: the same column, next indices.
+            let run = self.unit - block % self.unit;
+            let mut slot = self.slot(c as usize, i);
+            for j in 0..run {
+                if k == out.len() {
+                    // The map's last block may end a stripe unit early.
+                    return;
+                }
+                if j > 0 {
+                    slot = if self.random.is_empty() {
+                        // Within a stripe unit the even layout's slots are consecutive.
+                        slot + 1
+                    } else {
+                        self.slot(c as usize, i + j)
+                    };
+                }
+                while replica < replicas as usize {
+                    if k == out.len() {
+                        return;
+                    }
+                    out[k] = slot;
+                    k += 1;
+                    replica += 1;
+                }
+                replica = 0;
+            }
+        }
+    }
+}
+
 impl EwArray {
     pub fn new(drive: Arc<Drive>, cfg: &EwConfig) -> Result<EwArray, String> {
         let s = cfg.shape;
@@ -454,24 +524,22 @@ impl EwArray {
                 .map(|(&blocks, band)| random_slots(blocks, band.blocks(), &mut seeder))
                 .collect(),
         };
-        let slot_of = |c: usize, i: u32| -> BlockId {
-            match cfg.free_layout {
-                FreeLayout::Even => initial_slot(i, per_column[c], bands[c].blocks(), unit_blocks),
-                FreeLayout::Random => random[c][i as usize],
-            }
-        };
-        let mut initial = L2pMap::new(logical_blocks, s.dm);
+        let placement = Arc::new(InitialPlacement {
+            unit: unit_blocks,
+            n,
+            band_blocks: bands.iter().map(|b| b.blocks()).collect(),
+            per_column: per_column.clone(),
+            random,
+        });
+        let slot_of = |c: usize, i: u32| -> BlockId { placement.slot(c, i) };
         // Column c's i-th block is logical block `column_of`⁻¹(c, i).
-        for (c, &blocks) in per_column.iter().enumerate() {
-            for i in 0..blocks {
+        debug_assert!(per_column.iter().enumerate().all(|(c, &blocks)| {
+            (0..blocks).all(|i| {
                 let b = ((i / unit_blocks) * n + c as u32) * unit_blocks + i % unit_blocks;
-                debug_assert_eq!(column_of(b, unit_blocks, n), (c as u32, i));
-                let slot = slot_of(c, i);
-                for m in 0..s.dm {
-                    initial.set(b, m, slot);
-                }
-            }
-        }
+                column_of(b, unit_blocks, n) == (c as u32, i)
+            })
+        }));
+        let initial = L2pMap::with_placement(logical_blocks, s.dm, placement.clone());
         let map = MapLog::new(cfg.map, initial)?;
         let log_lba = bands[0].lba(bands[0].blocks() - 1) + u64::from(block_sectors);
         if log_lba + map.region_sectors() > drive.capacity_sectors() {
@@ -1522,8 +1590,7 @@ impl EwArray {
             if !matches!(op.kind, Kind::Propagate | Kind::Home) || op.started || op.promoted {
                 continue;
             }
-            let d = op.holders[0];
-            let blocks = op.blocks;
+            let (d, blocks) = (op.holders[0], op.blocks);
             if let Some(r) = self.disks[d].delayed.remove(p as u64) {
                 self.disks[d].fg.push(r);
                 let op = self.op_mut(p);
@@ -1720,7 +1787,8 @@ impl Engine for EwArray {
     /// memory work and not timed.
     fn recovery_time(&self) -> Option<Span> {
         let p = self.map.crash();
-        let (_, sectors) = MapLog::recover(&p, &self.map_cfg, self.logical_blocks, self.dm).ok()?;
+        let sectors =
+            MapLog::recovery_sectors(&p, &self.map_cfg, self.logical_blocks, self.dm).ok()?;
         if sectors == 0 {
             return Some(Span::ZERO);
         }
