@@ -344,6 +344,22 @@ impl InitialPlacement {
     }
 }
 
+impl InitialPlacement {
+    /// Column `c`'s slots in column order ([`InitialPlacement::slot`] of 0, 1, …): one
+    /// formula per stripe unit in an even layout.
+    fn column_slots(&self, c: usize) -> Box<dyn Iterator<Item = BlockId> + '_> {
+        if !self.random.is_empty() {
+            return Box::new(self.random[c].iter().copied());
+        }
+        let (blocks, unit) = (self.per_column[c], self.unit);
+        Box::new((0..blocks.div_ceil(unit)).flat_map(move |u| {
+            let i = u * unit;
+            let first = self.slot(c, i);
+            first..first + unit.min(blocks - i)
+        }))
+    }
+}
+
 impl Placement for InitialPlacement {
     fn initial(&self, block: u32, _replica: u32) -> u32 {
         let (c, i) = column_of(block, self.unit, self.n);
@@ -552,7 +568,10 @@ impl EwArray {
         let used: Vec<FreeSpace> = (0..n as usize)
             .map(|c| {
                 let mut band = bands[c].clone();
-                band.allocate_sorted((0..per_column[c]).map(|i| slot_of(c, i)));
+                debug_assert!(placement
+                    .column_slots(c)
+                    .eq((0..per_column[c]).map(|i| slot_of(c, i))));
+                band.allocate_sorted(placement.column_slots(c));
                 band
             })
             .collect();

@@ -552,10 +552,7 @@ impl FreeSpace {
             Sweep::Up => self.next_nonfull(head.cylinder).is_some(),
             Sweep::Down => self.prev_nonfull(head.cylinder).is_some(),
         };
-        debug_assert_eq!(
-            found,
-            self.closest(drive, now, head, len, sweep).is_some()
-        );
+        debug_assert_eq!(found, self.closest(drive, now, head, len, sweep).is_some());
         found
     }
 

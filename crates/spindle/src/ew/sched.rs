@@ -450,7 +450,9 @@ impl EwQueue {
                     // A write is taken only if it is reached before the read: extents
                     // further away need not be searched.
                     let write = match read {
-                        Some(r) => self.closest_eager_before(now, head, drive, free, dir.sweep(), r.time),
+                        Some(r) => {
+                            self.closest_eager_before(now, head, drive, free, dir.sweep(), r.time)
+                        }
                         None => self.closest_eager(now, head, drive, free, dir.sweep()),
                     };
                     let best = match (read, write) {

@@ -434,7 +434,11 @@ fn initial_placement_fill_matches_the_formula() {
     let (unit, n, replicas) = (4u32, 3u32, 2u32);
     let logical = 43u32; // 10 stripe units and 3 blocks: the last unit is partial
     let per_column: Vec<u32> = (0..n)
-        .map(|c| (0..logical).filter(|&b| column_of(b, unit, n).0 == c).count() as u32)
+        .map(|c| {
+            (0..logical)
+                .filter(|&b| column_of(b, unit, n).0 == c)
+                .count() as u32
+        })
         .collect();
     let band_blocks: Vec<u32> = per_column.iter().map(|&b| 2 * b + 1).collect();
     let mut rng = Pcg64Mcg::seed_from_u64(7);

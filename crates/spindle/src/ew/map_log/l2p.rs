@@ -199,8 +199,14 @@ impl L2pMap {
 
     /// Makes entries `view.first ..` equal to the view's (sharing whole pages).
     pub(super) fn copy_view(&mut self, view: &MapView) {
-        assert!(view.first + view.len <= self.entries, "a view inside the map");
-        assert_eq!(view.replicas, self.replicas, "a view of a map of this shape");
+        assert!(
+            view.first + view.len <= self.entries,
+            "a view inside the map"
+        );
+        assert_eq!(
+            view.replicas, self.replicas,
+            "a view of a map of this shape"
+        );
         let (lo, _) = page_range(view.first, view.len);
         let end = view.first + view.len;
         let mut e = view.first;
@@ -281,7 +287,9 @@ impl Eq for L2pMap {}
 impl fmt::Debug for L2pMap {
     // The whole map can be millions of entries: show its shape and a few.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let first: Vec<u32> = (0..self.entries.min(8)).map(|e| self.get_entry(e)).collect();
+        let first: Vec<u32> = (0..self.entries.min(8))
+            .map(|e| self.get_entry(e))
+            .collect();
         f.debug_struct("L2pMap")
             .field("logical_blocks", &self.blocks)
             .field("replicas", &self.replicas)
