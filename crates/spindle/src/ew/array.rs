@@ -41,8 +41,9 @@
 //! the home location; the eager copy is freed after). Reads use either copy.
 
 use super::free_space::{BlockId, FreeSpace, Sweep};
-use super::map_log::{Append, L2pMap, MapLog, MapLogConfig};
+use super::map_log::{Append, L2pMap, MapLog, MapLogConfig, Placement};
 use super::sched::{EwPick, EwPolicy, EwQueue, EwRequest, Work};
+use super::small::{InlineVec, IntMap, IntSet};
 use crate::array::{
     Action, Backlog, Breakdown, Completion, DataMove, DiskCounters, DiskReader, Engine, Event,
     HostRequest, NvramWrite, RecoverError,
@@ -52,7 +53,7 @@ use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// The EW-Array paper's block (5.2.1).
@@ -204,11 +205,11 @@ struct BlockState {
     /// The newest write acknowledged.
     acked: u64,
     /// The version each replica's mapped location holds.
-    ver: Vec<u64>,
+    ver: InlineVec<u64, 2>,
     /// Operations writing this block not yet finished.
     inflight: u32,
     /// Pending propagations and home moves.
-    props: Vec<usize>,
+    props: InlineVec<usize, 2>,
     /// Host write chunks covering this block not yet acknowledged. The state stays while
     /// one is pending: a chunk acknowledged after its block settled on a newer write (its
     /// other blocks' copies still in flight) must not see a state created afresh by a
@@ -256,9 +257,12 @@ pub struct EwArray {
     free_ops: Vec<usize>,
     groups: Vec<Option<Group>>,
     free_groups: Vec<usize>,
-    table: BTreeMap<u32, BlockState>,
-    pins: BTreeMap<(usize, BlockId), u32>,
-    zombies: BTreeSet<(usize, BlockId)>,
+    /// Blocks with writes in flight or copies to propagate (looked up, never iterated).
+    table: IntMap<u32, BlockState>,
+    /// Locations queued reads still need, with their count of readers.
+    pins: IntMap<(usize, BlockId), u32>,
+    /// Pinned locations the map no longer points to: freed with their last pin.
+    zombies: IntSet<(usize, BlockId)>,
     pending_blocks: usize,
     /// Pending blocks whose propagation was moved to the foreground.
     promoted_blocks: usize,
@@ -313,6 +317,92 @@ fn random_slots(blocks: u32, slots: u32, rng: &mut Pcg64Mcg) -> Vec<BlockId> {
 fn column_of(b: u32, unit: u32, n: u32) -> (u32, u32) {
     let stripe = b / unit;
     (stripe % n, (stripe / n) * unit + b % unit)
+}
+
+/// The initial placement as a formula (the map's [`Placement`]): every replica of logical
+/// block b at its column's slot — [`initial_slot`] for an even layout, the drawn slots for
+/// a random one. The map stores an entry only once it changes.
+struct InitialPlacement {
+    unit: u32,
+    n: u32,
+    /// Blocks per column.
+    per_column: Vec<u32>,
+    /// Blocks of each column's band.
+    band_blocks: Vec<u32>,
+    /// Random layout: each column's slots, in column order; even layout: empty.
+    random: Vec<Vec<BlockId>>,
+}
+
+impl InitialPlacement {
+    /// Column `c`'s `i`-th block's slot.
+    fn slot(&self, c: usize, i: u32) -> BlockId {
+        if self.random.is_empty() {
+            initial_slot(i, self.per_column[c], self.band_blocks[c], self.unit)
+        } else {
+            self.random[c][i as usize]
+        }
+    }
+}
+
+impl InitialPlacement {
+    /// Column `c`'s slots in column order ([`InitialPlacement::slot`] of 0, 1, …): one
+    /// formula per stripe unit in an even layout.
+    fn column_slots(&self, c: usize) -> Box<dyn Iterator<Item = BlockId> + '_> {
+        if !self.random.is_empty() {
+            return Box::new(self.random[c].iter().copied());
+        }
+        let (blocks, unit) = (self.per_column[c], self.unit);
+        Box::new((0..blocks.div_ceil(unit)).flat_map(move |u| {
+            let i = u * unit;
+            let first = self.slot(c, i);
+            first..first + unit.min(blocks - i)
+        }))
+    }
+}
+
+impl Placement for InitialPlacement {
+    fn initial(&self, block: u32, _replica: u32) -> u32 {
+        let (c, i) = column_of(block, self.unit, self.n);
+        self.slot(c as usize, i)
+    }
+
+    /// A stripe unit's blocks lie together in an even layout: one formula per unit.
+    fn fill(&self, first: u64, replicas: u32, out: &mut [u32]) {
+        let r = u64::from(replicas);
+        let mut k = 0usize;
+        while k < out.len() {
+            let e = first + k as u64;
+            let block = u32::try_from(e / r).expect("block fits u32");
+            let mut replica = (e % r) as usize;
+            let (c, i) = column_of(block, self.unit, self.n);
+            // Blocks left in this stripe unit from `block` on: the same column, next indices.
+            let run = self.unit - block % self.unit;
+            let mut slot = self.slot(c as usize, i);
+            for j in 0..run {
+                if k == out.len() {
+                    // The map's last block may end a stripe unit early.
+                    return;
+                }
+                if j > 0 {
+                    slot = if self.random.is_empty() {
+                        // Within a stripe unit the even layout's slots are consecutive.
+                        slot + 1
+                    } else {
+                        self.slot(c as usize, i + j)
+                    };
+                }
+                while replica < replicas as usize {
+                    if k == out.len() {
+                        return;
+                    }
+                    out[k] = slot;
+                    k += 1;
+                    replica += 1;
+                }
+                replica = 0;
+            }
+        }
+    }
 }
 
 impl EwArray {
@@ -450,24 +540,22 @@ impl EwArray {
                 .map(|(&blocks, band)| random_slots(blocks, band.blocks(), &mut seeder))
                 .collect(),
         };
-        let slot_of = |c: usize, i: u32| -> BlockId {
-            match cfg.free_layout {
-                FreeLayout::Even => initial_slot(i, per_column[c], bands[c].blocks(), unit_blocks),
-                FreeLayout::Random => random[c][i as usize],
-            }
-        };
-        let mut initial = L2pMap::new(logical_blocks, s.dm);
+        let placement = Arc::new(InitialPlacement {
+            unit: unit_blocks,
+            n,
+            band_blocks: bands.iter().map(|b| b.blocks()).collect(),
+            per_column: per_column.clone(),
+            random,
+        });
+        let slot_of = |c: usize, i: u32| -> BlockId { placement.slot(c, i) };
         // Column c's i-th block is logical block `column_of`⁻¹(c, i).
-        for (c, &blocks) in per_column.iter().enumerate() {
-            for i in 0..blocks {
+        debug_assert!(per_column.iter().enumerate().all(|(c, &blocks)| {
+            (0..blocks).all(|i| {
                 let b = ((i / unit_blocks) * n + c as u32) * unit_blocks + i % unit_blocks;
-                debug_assert_eq!(column_of(b, unit_blocks, n), (c as u32, i));
-                let slot = slot_of(c, i);
-                for m in 0..s.dm {
-                    initial.set(b, m, slot);
-                }
-            }
-        }
+                column_of(b, unit_blocks, n) == (c as u32, i)
+            })
+        }));
+        let initial = L2pMap::with_placement(logical_blocks, s.dm, placement.clone());
         let map = MapLog::new(cfg.map, initial)?;
         let log_lba = bands[0].lba(bands[0].blocks() - 1) + u64::from(block_sectors);
         if log_lba + map.region_sectors() > drive.capacity_sectors() {
@@ -480,7 +568,10 @@ impl EwArray {
         let used: Vec<FreeSpace> = (0..n as usize)
             .map(|c| {
                 let mut band = bands[c].clone();
-                band.allocate_sorted((0..per_column[c]).map(|i| slot_of(c, i)));
+                debug_assert!(placement
+                    .column_slots(c)
+                    .eq((0..per_column[c]).map(|i| slot_of(c, i))));
+                band.allocate_sorted(placement.column_slots(c));
                 band
             })
             .collect();
@@ -542,9 +633,9 @@ impl EwArray {
             free_ops: Vec::new(),
             groups: Vec::new(),
             free_groups: Vec::new(),
-            table: BTreeMap::new(),
-            pins: BTreeMap::new(),
-            zombies: BTreeSet::new(),
+            table: IntMap::default(),
+            pins: IntMap::default(),
+            zombies: IntSet::default(),
             pending_blocks: 0,
             reserved_blocks: 0,
             held: VecDeque::new(),
@@ -670,9 +761,9 @@ impl EwArray {
         self.table.entry(b).or_insert_with(|| BlockState {
             newest: 0,
             acked: 0,
-            ver: vec![0; dm],
+            ver: InlineVec::filled(0, dm),
             inflight: 0,
-            props: Vec::new(),
+            props: InlineVec::new(),
             chunks: 0,
         })
     }
@@ -1350,7 +1441,7 @@ impl EwArray {
             }
             let previous = std::mem::replace(&mut st.acked, g.version);
             let props = st.props.clone();
-            for p in props {
+            for &p in props.iter() {
                 let op = self.ops[p].as_mut().expect("live propagation");
                 // The block was current for propagations of the previous acknowledged
                 // write, and is no longer.
@@ -1518,8 +1609,7 @@ impl EwArray {
             if !matches!(op.kind, Kind::Propagate | Kind::Home) || op.started || op.promoted {
                 continue;
             }
-            let d = op.holders[0];
-            let blocks = op.blocks;
+            let (d, blocks) = (op.holders[0], op.blocks);
             if let Some(r) = self.disks[d].delayed.remove(p as u64) {
                 self.disks[d].fg.push(r);
                 let op = self.op_mut(p);
@@ -1716,7 +1806,8 @@ impl Engine for EwArray {
     /// memory work and not timed.
     fn recovery_time(&self) -> Option<Span> {
         let p = self.map.crash();
-        let (_, sectors) = MapLog::recover(&p, &self.map_cfg, self.logical_blocks, self.dm).ok()?;
+        let sectors =
+            MapLog::recovery_sectors(&p, &self.map_cfg, self.logical_blocks, self.dm).ok()?;
         if sectors == 0 {
             return Some(Span::ZERO);
         }

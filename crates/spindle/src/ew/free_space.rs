@@ -30,6 +30,9 @@ use std::sync::Arc;
 /// A physical block: index into the region's blocks, in LBA order.
 pub type BlockId = u32;
 
+/// [`FreeSpace`]'s block-to-segment table has one entry per `1 << SEG_AT_SHIFT` blocks.
+const SEG_AT_SHIFT: u32 = 4;
+
 /// Which cylinders a search may use (SATF-EW and FreeBW force the arm to sweep one way).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Sweep {
@@ -145,6 +148,9 @@ pub struct FreeSpace {
     /// In LBA order (so in `first_block` order). The cut is immutable: clones of one
     /// region (every disk of a column) share it, and the per-cylinder tables below.
     segs: Arc<[Segment]>,
+    /// Entry `k`: the segment holding block `k << SEG_AT_SHIFT` (a block's segment is at
+    /// most `1 << SEG_AT_SHIFT` segments further: no search over all of them).
+    seg_at: Arc<[u32]>,
     /// Free blocks per segment.
     seg_free: Vec<u32>,
     bits: Vec<u64>,
@@ -310,6 +316,15 @@ impl FreeSpace {
             }
         }
         assert_eq!(cyl_first[ncyl] as usize, segs.len());
+        let mut seg_at = Vec::with_capacity((blocks >> SEG_AT_SHIFT) as usize + 1);
+        let mut si = 0u32;
+        for k in 0..=(blocks - 1) >> SEG_AT_SHIFT {
+            let b = k << SEG_AT_SHIFT;
+            while segs[si as usize].first_block + segs[si as usize].blocks <= b {
+                si += 1;
+            }
+            seg_at.push(si);
+        }
         assert_eq!(
             cyl_free.iter().map(|&f| u64::from(f)).sum::<u64>(),
             u64::from(blocks)
@@ -320,6 +335,7 @@ impl FreeSpace {
             free: blocks,
             seg_free: segs.iter().map(|s| s.blocks).collect(),
             segs: segs.into(),
+            seg_at: seg_at.into(),
             bits,
             cyl_lo,
             cyl_segs: order.into(),
@@ -354,9 +370,15 @@ impl FreeSpace {
         u32::try_from(self.cyl_free.len()).expect("cylinders fit u32")
     }
 
+    #[inline]
     fn seg_of(&self, b: BlockId) -> usize {
         assert!(b < self.blocks, "block {b} beyond {}", self.blocks);
-        self.segs.partition_point(|s| s.first_block <= b) - 1
+        let mut si = self.seg_at[(b >> SEG_AT_SHIFT) as usize] as usize;
+        while self.segs[si].first_block + self.segs[si].blocks <= b {
+            si += 1;
+        }
+        debug_assert_eq!(si, self.segs.partition_point(|s| s.first_block <= b) - 1);
+        si
     }
 
     /// First LBA of block `b`.
@@ -510,6 +532,28 @@ impl FreeSpace {
         sweep: Sweep,
     ) -> Option<(BlockId, Span)> {
         self.closest_within(drive, now, head, len, sweep, Span(u64::MAX))
+    }
+
+    /// Whether [`FreeSpace::closest`] would find an extent: for one block, whether a
+    /// non-full cylinder lies within `sweep` (no search).
+    pub fn any_extent(
+        &self,
+        drive: &Drive,
+        now: Nanos,
+        head: &HeadState,
+        len: u32,
+        sweep: Sweep,
+    ) -> bool {
+        if len != 1 {
+            return self.closest(drive, now, head, len, sweep).is_some();
+        }
+        let found = match sweep {
+            Sweep::Any => self.free > 0,
+            Sweep::Up => self.next_nonfull(head.cylinder).is_some(),
+            Sweep::Down => self.prev_nonfull(head.cylinder).is_some(),
+        };
+        debug_assert_eq!(found, self.closest(drive, now, head, len, sweep).is_some());
+        found
     }
 
     /// [`FreeSpace::closest`] among extents whose positioning time is `< limit`: a cheap

@@ -141,6 +141,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
+mod l2p;
+pub use l2p::{L2pMap, MapView, Placement, PAGE_ENTRIES};
+
 /// The paper's NVRAM size (5.2.2).
 pub const DEFAULT_NVRAM_BYTES: u64 = 100 * 1024;
 /// The paper's M (Figure 7).
@@ -189,82 +192,6 @@ impl Default for MapLogConfig {
 
 fn ix(x: u64) -> usize {
     usize::try_from(x).expect("map index fits usize")
-}
-
-/// The in-memory map: for each logical block and replica (mirror) a physical block (u32).
-#[derive(Clone, PartialEq, Eq)]
-pub struct L2pMap {
-    blocks: u32,
-    replicas: u32,
-    /// Entry `block × replicas + replica`.
-    phys: Vec<u32>,
-}
-
-impl L2pMap {
-    /// Every entry [`NOWHERE`].
-    pub fn new(logical_blocks: u32, replicas: u32) -> L2pMap {
-        let entries = u64::from(logical_blocks) * u64::from(replicas);
-        L2pMap {
-            blocks: logical_blocks,
-            replicas,
-            phys: vec![NOWHERE; ix(entries)],
-        }
-    }
-
-    pub fn logical_blocks(&self) -> u32 {
-        self.blocks
-    }
-
-    pub fn replicas(&self) -> u32 {
-        self.replicas
-    }
-
-    fn entry(&self, block: u32, replica: u32) -> u64 {
-        assert!(block < self.blocks, "block {block} >= {}", self.blocks);
-        assert!(
-            replica < self.replicas,
-            "replica {replica} >= {}",
-            self.replicas
-        );
-        u64::from(block) * u64::from(self.replicas) + u64::from(replica)
-    }
-
-    pub fn get(&self, block: u32, replica: u32) -> u32 {
-        self.phys[ix(self.entry(block, replica))]
-    }
-
-    pub fn set(&mut self, block: u32, replica: u32, phys: u32) {
-        let e = self.entry(block, replica);
-        self.phys[ix(e)] = phys;
-    }
-
-    /// The first entry where the maps differ, as (block, replica, self's, other's); `None`
-    /// when equal. Maps of different shapes differ at (0, 0). For readable test failures.
-    pub fn first_difference(&self, other: &L2pMap) -> Option<(u32, u32, u32, u32)> {
-        if (self.blocks, self.replicas) != (other.blocks, other.replicas) {
-            return Some((0, 0, NOWHERE, NOWHERE));
-        }
-        let i = self
-            .phys
-            .iter()
-            .zip(&other.phys)
-            .position(|(a, b)| a != b)?;
-        let r = ix(u64::from(self.replicas));
-        let block = u32::try_from(i / r).expect("block fits u32");
-        let replica = u32::try_from(i % r).expect("replica fits u32");
-        Some((block, replica, self.phys[i], other.phys[i]))
-    }
-}
-
-impl fmt::Debug for L2pMap {
-    // The whole map can be millions of entries: show its shape and a few.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("L2pMap")
-            .field("logical_blocks", &self.blocks)
-            .field("replicas", &self.replicas)
-            .field("first", &&self.phys[..self.phys.len().min(8)])
-            .finish_non_exhaustive()
-    }
 }
 
 /// The sizes everything is derived from (see the module doc for the formulas).
@@ -435,11 +362,11 @@ struct Record {
     phys: u32,
 }
 
-/// A map portion as of its append's last record.
+/// A map portion as of its append's last record (the map's pages then, shared).
 #[derive(Clone, Debug)]
 struct Snapshot {
     portion: u32,
-    phys: Arc<[u32]>,
+    phys: MapView,
 }
 
 /// An append's content, as written to the region.
@@ -604,7 +531,7 @@ impl MapLog {
     /// Formats the region with `initial` as the initial checkpoint. Errors (naming the
     /// values) for impossible configurations.
     pub fn new(cfg: MapLogConfig, initial: L2pMap) -> Result<MapLog, String> {
-        let geo = MapLogGeometry::new(&cfg, initial.blocks, initial.replicas)?;
+        let geo = MapLogGeometry::new(&cfg, initial.logical_blocks(), initial.replicas())?;
         let mut log = MapLog {
             geo,
             map: initial,
@@ -691,7 +618,7 @@ impl MapLog {
             return Err(NvramFull);
         }
         let entry = u32::try_from(entry).expect("entries fit u32 (checked by new)");
-        self.map.phys[ix(u64::from(entry))] = phys;
+        self.map.set_entry(u64::from(entry), phys);
         let record = Record { entry, phys };
         if let Some(img) = self.image.as_mut() {
             let at =
@@ -807,9 +734,32 @@ impl MapLog {
         logical_blocks: u32,
         replicas: u32,
     ) -> Result<(L2pMap, u64), String> {
+        let mut map = L2pMap::new(logical_blocks, replicas);
+        let read = Self::recover_into(p, cfg, logical_blocks, replicas, Some(&mut map))?;
+        Ok((map, read))
+    }
+
+    /// [`MapLog::recover`]'s checks and sectors read, without building the map (what a
+    /// recovery would cost, not its result).
+    pub fn recovery_sectors(
+        p: &Persistent,
+        cfg: &MapLogConfig,
+        logical_blocks: u32,
+        replicas: u32,
+    ) -> Result<u64, String> {
+        Self::recover_into(p, cfg, logical_blocks, replicas, None)
+    }
+
+    /// [`MapLog::recover`] into `map` (every entry is overwritten), or only its checks.
+    fn recover_into(
+        p: &Persistent,
+        cfg: &MapLogConfig,
+        logical_blocks: u32,
+        replicas: u32,
+        mut map: Option<&mut L2pMap>,
+    ) -> Result<u64, String> {
         let geo = MapLogGeometry::new(cfg, logical_blocks, replicas)?;
         check_nvram(p, &geo)?;
-        let mut map = L2pMap::new(logical_blocks, replicas);
         let mut found = vec![false; ix(u64::from(geo.portions))];
         let mut pos = p.start;
         let mut read = 0;
@@ -836,7 +786,7 @@ impl MapLog {
                 ));
             }
             read += w.sectors;
-            replay(&mut map, &w.records, &geo)?;
+            replay(map.as_deref_mut(), &w.records, &geo)?;
             if let Some(c) = &w.checkpoint {
                 let fits = c.portion < geo.portions
                     && c.phys.len() == geo.portion_entries(c.portion).len();
@@ -849,7 +799,9 @@ impl MapLog {
                         c.phys.len()
                     ));
                 }
-                map.phys[geo.portion_entries(c.portion)].copy_from_slice(&c.phys);
+                if let Some(map) = map.as_deref_mut() {
+                    map.copy_view(&c.phys);
+                }
                 found[ix(u64::from(c.portion))] = true;
             }
             pos = LogPos {
@@ -877,9 +829,9 @@ impl MapLog {
             ));
         }
         for b in &p.buffers {
-            replay(&mut map, &b.records, &geo)?;
+            replay(map.as_deref_mut(), &b.records, &geo)?;
         }
-        Ok((map, read))
+        Ok(read)
     }
 
     fn start(&self) -> LogPos {
@@ -889,11 +841,12 @@ impl MapLog {
             .expect("the format wrote M checkpoints")
     }
 
-    /// Portion `p` of the live map.
+    /// Portion `p` of the live map (its pages shared, not copied).
     fn snapshot(&self, p: u32) -> Snapshot {
+        let r = self.geo.portion_entries(p);
         Snapshot {
             portion: p,
-            phys: Arc::from(&self.map.phys[self.geo.portion_entries(p)]),
+            phys: self.map.view(r.start as u64, r.len() as u64),
         }
     }
 
@@ -1222,9 +1175,9 @@ impl MapLog {
             let Some(w) = decode_append(&buf, &geo, sectors) else {
                 break; // torn
             };
-            replay(&mut map, &w.records, &geo)?;
+            replay(Some(&mut map), &w.records, &geo)?;
             if let Some(c) = &w.checkpoint {
-                map.phys[geo.portion_entries(c.portion)].copy_from_slice(&c.phys);
+                map.copy_view(&c.phys);
                 found[ix(u64::from(c.portion))] = true;
             }
             chain.push((pos, w));
@@ -1264,7 +1217,7 @@ impl MapLog {
                 u64::from(b.count) * RECORD_BYTES,
             );
             let records: Vec<Record> = bytes.chunks_exact(8).map(Record::from_bytes).collect();
-            replay(&mut map, &records, &geo)?;
+            replay(Some(&mut map), &records, &geo)?;
             if b.state == BUFFER_OPEN {
                 if b.seq < end {
                     return Err(format!(
@@ -1276,9 +1229,10 @@ impl MapLog {
             } else if b.seq >= end {
                 let checkpoint = (b.state > BUFFER_SEALED).then(|| {
                     let portion = b.state - BUFFER_SEALED - 1;
+                    let r = geo.portion_entries(portion);
                     Snapshot {
                         portion,
-                        phys: Arc::from(&map.phys[geo.portion_entries(portion)]),
+                        phys: map.view(r.start as u64, r.len() as u64),
                     }
                 });
                 let entries = checkpoint.as_ref().map_or(0, |c| c.phys.len());
@@ -1436,7 +1390,7 @@ fn encode_append(w: &Written, geo: &MapLogGeometry) -> Vec<u8> {
         b.extend_from_slice(&r.bytes());
     }
     if let Some(c) = &w.checkpoint {
-        for p in c.phys.iter() {
+        for p in c.phys.values() {
             b.extend_from_slice(&p.to_le_bytes());
         }
     }
@@ -1478,12 +1432,16 @@ fn decode_append(b: &[u8], geo: &MapLogGeometry, sectors: u64) -> Option<Written
         .chunks_exact(8)
         .map(Record::from_bytes)
         .collect();
-    let checkpoint = portion.map(|p| Snapshot {
-        portion: p,
-        phys: b[records_end..body_end]
+    let checkpoint = portion.map(|p| {
+        let values: Vec<u32> = b[records_end..body_end]
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect(),
+            .collect();
+        let first = geo.portion_entries(p).start as u64;
+        Snapshot {
+            portion: p,
+            phys: MapView::from_values(first, geo.replicas, &values),
+        }
     });
     Some(Written {
         seq,
@@ -1516,7 +1474,12 @@ fn check_nvram(p: &Persistent, geo: &MapLogGeometry) -> Result<(), String> {
     Ok(())
 }
 
-fn replay(map: &mut L2pMap, records: &[Record], geo: &MapLogGeometry) -> Result<(), String> {
+/// Applies `records` to `map` (none: only checks them).
+fn replay(
+    mut map: Option<&mut L2pMap>,
+    records: &[Record],
+    geo: &MapLogGeometry,
+) -> Result<(), String> {
     for r in records {
         if u64::from(r.entry) >= geo.entries() {
             return Err(format!(
@@ -1525,7 +1488,9 @@ fn replay(map: &mut L2pMap, records: &[Record], geo: &MapLogGeometry) -> Result<
                 geo.entries()
             ));
         }
-        map.phys[ix(u64::from(r.entry))] = r.phys;
+        if let Some(map) = map.as_deref_mut() {
+            map.set_entry(u64::from(r.entry), r.phys);
+        }
     }
     Ok(())
 }

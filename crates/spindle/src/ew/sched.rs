@@ -29,6 +29,7 @@ use crate::sched::SchedStats;
 use crate::{Nanos, Op, Span};
 use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 
 /// The eager-writing scheduling policies, as named in experiment files.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,19 +136,33 @@ impl Dir {
 }
 
 /// One disk's queue under an eager-writing policy.
+///
+/// Positioned requests and eager writes are kept apart: every choice scans the positioned
+/// ones, but takes only the oldest eager write, so those are kept in creation (`seq`)
+/// order. The order positioned requests are stored in is irrelevant: every choice among
+/// them breaks ties by `seq`.
 #[derive(Debug)]
 pub struct EwQueue {
     policy: EwPolicy,
-    reqs: Vec<EwRequest>,
+    positioned: Vec<EwRequest>,
+    /// Eager writes by increasing `seq`.
+    eager: VecDeque<EwRequest>,
     age_bound: Option<Span>,
     dir: Dir,
     stats: SchedStats,
 }
 
+/// A queued request: `Positioned(i)` is `positioned[i]`, `Eager(i)` is `eager[i]`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Slot {
+    Positioned(usize),
+    Eager(usize),
+}
+
 /// Where and when a candidate is reached.
 #[derive(Copy, Clone, Debug)]
 struct Cand {
-    index: usize,
+    index: Slot,
     time: Span,
     extent: Option<(BlockId, u32)>,
 }
@@ -156,7 +171,8 @@ impl EwQueue {
     pub fn new(policy: EwPolicy, age_bound: Option<Span>) -> EwQueue {
         EwQueue {
             policy,
-            reqs: Vec::with_capacity(64),
+            positioned: Vec::with_capacity(64),
+            eager: VecDeque::new(),
             age_bound,
             dir: Dir::Up,
             stats: SchedStats::default(),
@@ -169,25 +185,45 @@ impl EwQueue {
 
     pub fn push(&mut self, r: EwRequest) {
         debug_assert!(
-            self.reqs.iter().all(|q| q.id != r.id),
+            self.requests().all(|q| q.id != r.id),
             "request {} queued twice",
             r.id
         );
-        self.reqs.push(r);
+        match r.work {
+            Work::Positioned { .. } => self.positioned.push(r),
+            Work::Eager { .. } => {
+                // Usually the newest; an older one (a propagation moved to the foreground)
+                // goes to its place.
+                if self.eager.back().is_none_or(|b| b.seq < r.seq) {
+                    self.eager.push_back(r);
+                } else {
+                    let i = self.eager.partition_point(|q| q.seq < r.seq);
+                    self.eager.insert(i, r);
+                }
+            }
+        }
     }
 
     /// Removes a queued request (a withdrawn duplicate, a cancelled propagation).
     pub fn remove(&mut self, id: u64) -> Option<EwRequest> {
-        let i = self.reqs.iter().position(|r| r.id == id)?;
-        Some(self.reqs.swap_remove(i))
+        // The oldest eager write is the usual one (a propagation moved to the foreground).
+        if self.eager.front().is_some_and(|r| r.id == id) {
+            return self.eager.pop_front();
+        }
+        if let Some(i) = self.positioned.iter().position(|r| r.id == id) {
+            return Some(self.positioned.swap_remove(i));
+        }
+        // Else usually a recent one: search from the newest.
+        let i = self.eager.iter().rposition(|r| r.id == id)?;
+        self.eager.remove(i)
     }
 
     pub fn len(&self) -> usize {
-        self.reqs.len()
+        self.positioned.len() + self.eager.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.reqs.is_empty()
+        self.positioned.is_empty() && self.eager.is_empty()
     }
 
     pub fn stats(&self) -> SchedStats {
@@ -195,8 +231,22 @@ impl EwQueue {
     }
 
     /// The queued requests (unordered).
-    pub fn requests(&self) -> &[EwRequest] {
-        &self.reqs
+    pub fn requests(&self) -> impl Iterator<Item = &EwRequest> {
+        self.positioned.iter().chain(&self.eager)
+    }
+
+    fn get(&self, s: Slot) -> &EwRequest {
+        match s {
+            Slot::Positioned(i) => &self.positioned[i],
+            Slot::Eager(i) => &self.eager[i],
+        }
+    }
+
+    fn take(&mut self, s: Slot) -> EwRequest {
+        match s {
+            Slot::Positioned(i) => self.positioned.swap_remove(i),
+            Slot::Eager(i) => self.eager.remove(i).expect("a queued eager write"),
+        }
     }
 
     /// Chooses and removes the next request; `now` is when the disk can start it.
@@ -207,7 +257,7 @@ impl EwQueue {
         drive: &Drive,
         free: &FreeSpace,
     ) -> Option<EwPick> {
-        if self.reqs.is_empty() {
+        if self.is_empty() {
             return None;
         }
         let aged = self.overdue(now);
@@ -220,29 +270,46 @@ impl EwQueue {
         if aged.is_some() {
             self.stats.aged_picks += 1;
         }
-        let request = self.reqs.swap_remove(c.index);
+        let request = self.take(c.index);
         Some(EwPick {
             request,
             extent: c.extent,
         })
     }
 
-    fn overdue(&self, now: Nanos) -> Option<usize> {
+    fn overdue(&self, now: Nanos) -> Option<Slot> {
         let bound = self.age_bound?;
-        let (i, oldest) = self.reqs.iter().enumerate().min_by_key(|(_, r)| r.seq)?;
+        let pos = self
+            .positioned
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, r)| r.seq)
+            .map(|(i, r)| (r.seq, Slot::Positioned(i)));
+        let eager = self.eager.front().map(|r| (r.seq, Slot::Eager(0)));
+        let (_, i) = match (pos, eager) {
+            (Some(p), Some(e)) => {
+                if e.0 < p.0 {
+                    e
+                } else {
+                    p
+                }
+            }
+            (p, e) => p.or(e)?,
+        };
+        let oldest = self.get(i);
         (now.saturating_since(oldest.queued_at) > bound).then_some(i)
     }
 
     /// Request `i` as a candidate: its place, or for an eager write the closest extent.
     fn eager_or_positioned(
         &self,
-        i: usize,
+        i: Slot,
         now: Nanos,
         head: &HeadState,
         drive: &Drive,
         free: &FreeSpace,
     ) -> Option<Cand> {
-        match self.reqs[i].work {
+        match self.get(i).work {
             Work::Positioned { op, target, .. } => Some(Cand {
                 index: i,
                 time: drive.position_time(now, head, op, &target),
@@ -267,9 +334,9 @@ impl EwQueue {
         dir: Option<Dir>,
     ) -> Option<Cand> {
         let mut best: Option<(Span, u64, usize)> = None;
-        for (i, r) in self.reqs.iter().enumerate() {
+        for (i, r) in self.positioned.iter().enumerate() {
             let Work::Positioned { op, target, .. } = r.work else {
-                continue;
+                unreachable!("only positioned requests are kept there");
             };
             if dir.is_some_and(|d| !d.ahead(head.cylinder, target.chs.cylinder)) {
                 continue;
@@ -280,7 +347,7 @@ impl EwQueue {
             }
         }
         best.map(|(time, _, index)| Cand {
-            index,
+            index: Slot::Positioned(index),
             time,
             extent: None,
         })
@@ -290,9 +357,9 @@ impl EwQueue {
     /// requests on that cylinder).
     fn next_in_sweep(&self, now: Nanos, head: &HeadState, drive: &Drive, dir: Dir) -> Option<Cand> {
         let mut best: Option<(u32, Span, u64, usize)> = None;
-        for (i, r) in self.reqs.iter().enumerate() {
+        for (i, r) in self.positioned.iter().enumerate() {
             let Work::Positioned { op, target, .. } = r.work else {
-                continue;
+                unreachable!("only positioned requests are kept there");
             };
             let cyl = target.chs.cylinder;
             if !dir.ahead(head.cylinder, cyl) {
@@ -308,23 +375,18 @@ impl EwQueue {
             }
         }
         best.map(|(_, time, _, index)| Cand {
-            index,
+            index: Slot::Positioned(index),
             time,
             extent: None,
         })
     }
 
     /// The oldest eager write.
-    fn oldest_eager(&self) -> Option<(usize, u32)> {
-        self.reqs
-            .iter()
-            .enumerate()
-            .filter_map(|(i, r)| match r.work {
-                Work::Eager { blocks } => Some((r.seq, i, blocks)),
-                Work::Positioned { .. } => None,
-            })
-            .min()
-            .map(|(_, i, b)| (i, b))
+    fn oldest_eager(&self) -> Option<(Slot, u32)> {
+        match self.eager.front()?.work {
+            Work::Eager { blocks } => Some((Slot::Eager(0), blocks)),
+            Work::Positioned { .. } => unreachable!("only eager writes are kept there"),
+        }
     }
 
     /// The oldest eager write placed at the closest free extent within `sweep`.
@@ -344,10 +406,27 @@ impl EwQueue {
         })
     }
 
+    /// [`EwQueue::closest_eager`] if it is reached before `limit`, else `None`: exactly
+    /// what comparing the unlimited search's time with `limit` decides.
+    fn closest_eager_before(
+        &self,
+        now: Nanos,
+        head: &HeadState,
+        drive: &Drive,
+        free: &FreeSpace,
+        sweep: Sweep,
+        limit: Span,
+    ) -> Option<Cand> {
+        let (i, blocks) = self.oldest_eager()?;
+        eager_extent_before(free, drive, now, head, blocks, sweep, limit).map(|(e, t)| Cand {
+            index: i,
+            time: t,
+            extent: Some(e),
+        })
+    }
+
     fn has_positioned(&self) -> bool {
-        self.reqs
-            .iter()
-            .any(|r| matches!(r.work, Work::Positioned { .. }))
+        !self.positioned.is_empty()
     }
 
     fn choose(
@@ -368,7 +447,14 @@ impl EwQueue {
                 for _ in 0..2 {
                     let dir = self.dir;
                     let read = self.closest_positioned(now, head, drive, None);
-                    let write = self.closest_eager(now, head, drive, free, dir.sweep());
+                    // A write is taken only if it is reached before the read: extents
+                    // further away need not be searched.
+                    let write = match read {
+                        Some(r) => {
+                            self.closest_eager_before(now, head, drive, free, dir.sweep(), r.time)
+                        }
+                        None => self.closest_eager(now, head, drive, free, dir.sweep()),
+                    };
                     let best = match (read, write) {
                         (Some(r), Some(w)) => Some(if w.time < r.time { w } else { r }),
                         (r, w) => r.or(w),
@@ -439,7 +525,7 @@ impl EwQueue {
         };
         let Work::Positioned {
             op: rop, target, ..
-        } = self.reqs[read.index].work
+        } = self.get(read.index).work
         else {
             unreachable!("a positioned request was chosen");
         };
@@ -487,6 +573,31 @@ fn eager_extent(
     while len >= 1 {
         if let Some((b, t)) = free.closest(drive, now, head, len, sweep) {
             return Some(((b, len), t));
+        }
+        len /= 2;
+    }
+    None
+}
+
+/// [`eager_extent`] if its answer is reached before `limit`, else `None`. The same
+/// lengths are tried in the same order: a length with an extent anywhere within `sweep` ends
+/// the search (the unlimited one would answer with it), found before `limit` or not.
+fn eager_extent_before(
+    free: &FreeSpace,
+    drive: &Drive,
+    now: Nanos,
+    head: &HeadState,
+    blocks: u32,
+    sweep: Sweep,
+    limit: Span,
+) -> Option<((BlockId, u32), Span)> {
+    let mut len = blocks;
+    while len >= 1 {
+        if let Some((b, t)) = free.closest_within(drive, now, head, len, sweep, limit) {
+            return Some(((b, len), t));
+        }
+        if free.any_extent(drive, now, head, len, sweep) {
+            return None;
         }
         len /= 2;
     }

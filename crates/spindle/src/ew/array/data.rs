@@ -84,7 +84,7 @@ use super::*;
 use crate::array::{Bytes, CopyRuns};
 use crate::drive::Run;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// The superblock's size, and where the map log's NVRAM starts.
 pub(crate) const SUPERBLOCK_BYTES: u64 = 64;
