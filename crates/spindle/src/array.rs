@@ -247,6 +247,9 @@ struct DiskOp {
 struct Entry {
     /// The newest write accepted for the piece.
     version: u64,
+    /// The write that created the entry: an entry later made for the same piece is
+    /// another one.
+    created: u64,
     /// The newest write acknowledged (0: none yet; every copy holds the old data).
     acked: u64,
     /// Copies holding the acknowledged data: bit m·Dr + k for replica k on mirror m.
@@ -469,8 +472,9 @@ pub struct Array {
     table_cover: Coverage,
     /// The same for the blocked writes.
     blocked_cover: Coverage,
-    /// Entries in creation order, for the NVRAM limit (stale keys are skipped).
-    table_order: VecDeque<Key>,
+    /// Entries in creation order, for the NVRAM limit: (key, the entry's `created`); stale
+    /// ones are skipped.
+    table_order: VecDeque<(Key, u64)>,
     longest_piece: u32,
     /// Writes waiting for an overlapping pending write to finish: (slot, piece).
     blocked: VecDeque<(usize, Piece)>,
@@ -1082,6 +1086,7 @@ impl Array {
                     key,
                     Entry {
                         version,
+                        created: version,
                         acked: 0,
                         fresh: all,
                         ops,
@@ -1115,6 +1120,7 @@ impl Array {
                         key,
                         Entry {
                             version,
+                            created: version,
                             acked: 0,
                             fresh: all,
                             ops: Vec::new(),
@@ -1123,7 +1129,7 @@ impl Array {
                         },
                     );
                     self.record_entry(key);
-                    self.table_order.push_back(key);
+                    self.table_order.push_back((key, version));
                     assert!(
                         self.table.len() <= self.nvram_entries,
                         "the NVRAM table holds at most its {} entries",
@@ -1264,8 +1270,13 @@ impl Array {
     /// The table is full and a write waits for an entry: the oldest entry whose delayed
     /// writes still wait in the delayed queues moves them to the foreground queues.
     fn force_out_oldest(&mut self) {
-        while let Some(key) = self.table_order.pop_front() {
-            if self.table.get(&key).is_some_and(|e| !e.promoted) {
+        while let Some((key, created)) = self.table_order.pop_front() {
+            // A stale key (its entry gone) may name a younger entry of the same piece.
+            if self
+                .table
+                .get(&key)
+                .is_some_and(|e| e.created == created && !e.promoted)
+            {
                 self.promote(key);
                 return;
             }

@@ -274,7 +274,9 @@ pub struct EwArray {
     held_blocks: usize,
     nvram_entries: usize,
     map_cfg: MapLogConfig,
-    prop_order: VecDeque<usize>,
+    /// Delayed propagations in the order they entered the NVRAM table, oldest first: (op id,
+    /// op seq). Ids are reused once an operation ends; the seq tells a stale entry.
+    prop_order: VecDeque<(usize, u64)>,
     stalled: VecDeque<Stalled>,
     actions: VecDeque<Action>,
     to_dispatch: Vec<usize>,
@@ -1252,7 +1254,7 @@ impl EwArray {
                     }
                 }
             }
-            self.prop_order.push_back(rid);
+            self.prop_order.push_back((rid, seq));
         }
         let r = EwRequest {
             id: rid as u64,
@@ -1508,7 +1510,7 @@ impl EwArray {
             st.inflight += 1;
         }
         self.pending_blocks += blocks as usize;
-        self.prop_order.push_back(id);
+        self.prop_order.push_back((id, seq));
         self.disks[d].delayed.push(EwRequest {
             id: id as u64,
             work,
@@ -1600,13 +1602,17 @@ impl EwArray {
         while (self.pending_blocks - self.promoted_blocks) + self.reserved_blocks + self.held_blocks
             > self.nvram_entries
         {
-            let Some(p) = self.prop_order.pop_front() else {
+            let Some((p, seq)) = self.prop_order.pop_front() else {
                 break;
             };
             let Some(op) = self.ops[p].as_ref() else {
                 continue;
             };
-            if !matches!(op.kind, Kind::Propagate | Kind::Home) || op.started || op.promoted {
+            if op.seq != seq
+                || !matches!(op.kind, Kind::Propagate | Kind::Home)
+                || op.started
+                || op.promoted
+            {
                 continue;
             }
             let (d, blocks) = (op.holders[0], op.blocks);

@@ -580,7 +580,9 @@ fn a_crash_anywhere_recovers_every_acknowledged_write_on_every_replica() {
     let mut rng = Pcg64Mcg::seed_from_u64(0xC8A5);
     let mut total = Stats::default();
     let mut cases = 0;
-    while total.crashes < 1_200 {
+    // About one crash in six tears a move (200-214 in 1,200 crashes, depending on the
+    // trajectory): 1,400 crashes keep the torn-move floor below well clear of chance.
+    while total.crashes < 1_400 {
         let case = cases;
         cases += 1;
         let (cfg, what) = random_config(&mut rng, case, 100..3000);
