@@ -488,6 +488,12 @@ impl G1Layout {
         self.band_of_cyl(i64::from(cylinder)).0.spt as u32
     }
 
+    /// One sector's width on `cylinder` in 2^-32 revolutions: `floor(2^32 / spt)` (DiskSim
+    /// `dm_get_sector_width` of one sector).
+    pub fn sector_width(&self, cylinder: u32) -> u32 {
+        self.band_of_cyl(i64::from(cylinder)).0.sector_width
+    }
+
     /// DiskSim's `g1_surfno_on_cyl`: the head of logical surface `head` on `cyl` (an
     /// involution).
     fn surfno(&self, b: &Band, cyl: i64, head: i64) -> i64 {
