@@ -768,7 +768,6 @@ impl Controller {
         }
         let mut times = Vec::with_capacity(x.sectors as usize);
         let a = drive.access_with_sector_times(start, &self.head, x, rng, &mut times);
-        let mut media_end = a.end;
         // Zero-latency writes: with every sector already buffered when the head lands, the
         // write starts at the next sector boundary inside the request and wraps around.
         let landed = start + a.overhead + a.seek;
@@ -777,26 +776,17 @@ impl Controller {
         } else {
             None
         };
-        // Sector k goes to the media when it comes under the head (after any track switch
-        // before it) and must be in the buffer by then; a sector not there waits a
-        // revolution, and the ones after it with it. When the interface is slower than the
-        // media, the last sector is the binding one.
-        let period = drive.period().0;
-        let late = |due: Nanos, buffered: Nanos| buffered.0.saturating_sub(due.0).div_ceil(period);
-        let mut missed = times
-            .iter()
-            .zip(1..)
-            .map(|(&(due, _), k)| late(due, bus_start + p.bus_sector_write * k))
-            .max()
-            .unwrap_or(0);
-        // A drive with the extra write disconnect starts writing only once min(request, 10)
-        // sectors are buffered, 15 for requests of 45 or more (DiskSim
-        // `disk_buffer_block_available`, `extra_write_disconnect`).
-        if c.extra_write_disconnect.is_some() {
-            let q = if n < 45 { n.min(10) } else { 15 };
-            missed = missed.max(late(times[0].0, bus_start + p.bus_sector_write * q));
-        }
-        media_end += Span(period * missed);
+        // Sector k goes to the media when it comes under the head and must be in the buffer
+        // by then (DiskSim `disk_buffer_block_available` at the sector's start); a drive with
+        // the extra write disconnect starts writing only once min(request, 10) sectors are
+        // buffered, 15 for requests of 45 or more (`extra_write_disconnect`).
+        let q = match c.extra_write_disconnect {
+            Some(_) if n < 45 => n.min(10),
+            Some(_) => 15,
+            None => 1,
+        };
+        let ready = |k: u64| bus_start + p.bus_sector_write * (k + 1).max(q);
+        let mut media_end = write_media_end(drive, &self.head, x, &times, ready);
         if let Some(z) = zl {
             media_end = media_end.min(z.end);
         }
@@ -873,6 +863,59 @@ impl Controller {
         };
         Service { access, hit: fast }
     }
+}
+
+/// When a write's media transfer ends if sector k can be written only once it is in the
+/// buffer (`ready(k)`), timed as DiskSim's sector loop (`disk_buffer_sector_done`) does: on
+/// each track the head lands on the first sector wanted there; a sector not yet buffered
+/// when it comes under the head is passed, and with it the ones after it, and the loop
+/// comes back to it after a turn through the track's LBNs ([`Drive::media_cycle`]); the
+/// next track is reached by a head switch or seek and the rotational wait from where the
+/// loop left off. `times` are the sectors' times without waiting for data (when each comes
+/// under the head and has passed, in LBA order).
+fn write_media_end(
+    drive: &Drive,
+    head: &HeadState,
+    x: Transfer,
+    times: &[(Nanos, Nanos)],
+    ready: impl Fn(u64) -> Nanos,
+) -> Nanos {
+    let n = times.len() as u64;
+    let (mut k, mut end, mut delayed) = (0u64, Nanos::ZERO, false);
+    let mut prev: Option<(u32, u32)> = None;
+    while k < n {
+        let lba = x.lba + k;
+        let target = drive.locate(lba);
+        let track = (target.chs.cylinder, target.chs.head);
+        // The sectors from k on on this track (runs split by slips stay together).
+        let mut len = 0;
+        while k + len < n {
+            let chs = drive.locate(lba + len).chs;
+            if (chs.cylinder, chs.head) != track {
+                break;
+            }
+            len += u64::from(drive.geometry().run_on_track(lba + len)).min(n - k - len);
+        }
+        let first = times[k as usize].0;
+        let landed = match prev {
+            Some((cyl, hd)) if delayed => {
+                let at = end + drive.seek_span(cyl, hd, target.chs, Op::Write);
+                at + drive.rotational_wait(at, head.phase_ns, target.angle_ns)
+            }
+            _ => first,
+        };
+        let cycle = drive.media_cycle(lba).0.max(1);
+        let mut turns = 0u64;
+        for j in k..k + len {
+            let due = landed + times[j as usize].0.since(first) + Span(cycle * turns);
+            turns += ready(j).0.saturating_sub(due.0).div_ceil(cycle);
+        }
+        end = landed + times[(k + len - 1) as usize].1.since(first) + Span(cycle * turns);
+        delayed |= turns > 0;
+        prev = Some(track);
+        k += len;
+    }
+    end
 }
 
 /// The global track number (cylinder · surfaces + head) holding `lba`.

@@ -447,6 +447,12 @@ impl Geometry {
         )
     }
 
+    /// A DiskSim layout's number of LBNs on the track holding `lba`; `None` for spindle's
+    /// own layouts.
+    pub fn g1_track_lbns(&self, lba: u64) -> Option<u64> {
+        self.g1.as_ref().map(|g1| g1.track_lbns(lba))
+    }
+
     /// A DiskSim layout's sector width on `cylinder` in 2^-32 revolutions; `None` for
     /// spindle's own layouts.
     #[inline]

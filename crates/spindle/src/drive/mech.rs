@@ -356,6 +356,23 @@ impl Drive {
         Some((u64::from(width >> 12) * ps) >> 20)
     }
 
+    /// How long the media transfer takes to come back to a sector of `lba`'s track it has
+    /// passed. DiskSim's sector loop (`disk_buffer_sector_done`) steps through the track's
+    /// LBNs, wrapping from the last to the first, one sector time ([`Drive::sector_ps`])
+    /// each: spare and slipped sectors take no time, so its turn is the track's LBNs times
+    /// the sector time, a little short of a revolution. A revolution for spindle's own
+    /// layouts.
+    pub fn media_cycle(&self, lba: u64) -> Span {
+        let chs = self.geometry.locate(lba).0;
+        match (
+            self.sector_ps(chs.cylinder),
+            self.geometry.g1_track_lbns(lba),
+        ) {
+            (Some(ps), Some(m)) => Span(m * ps / 1000),
+            _ => Span(self.period_ns),
+        }
+    }
+
     /// Wait from instant `at` until the sector at `angle_ns` comes under the head.
     #[inline]
     pub fn rotational_wait(&self, at: Nanos, phase_ns: u64, angle_ns: u64) -> Span {

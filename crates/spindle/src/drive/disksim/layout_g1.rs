@@ -942,6 +942,28 @@ impl G1Layout {
         u32::try_from(end - lbn).expect("a track run fits u32")
     }
 
+    /// How many LBNs the track holding `lbn` has: the runs on its (cylinder, head) next to
+    /// `lbn`'s in LBN order (DiskSim `dm_get_track_boundaries`: last − first + 1).
+    pub fn track_lbns(&self, lbn: u64) -> u64 {
+        assert!(lbn < self.capacity(), "lbn {lbn} beyond capacity");
+        let i = self.run_index(lbn);
+        let same =
+            |r: &TrackRun| (r.cylinder, r.head) == (self.runs[i].cylinder, self.runs[i].head);
+        let mut lo = i;
+        while lo > 0 && same(&self.runs[lo - 1]) {
+            lo -= 1;
+        }
+        let mut hi = i + 1;
+        while hi < self.runs.len() && same(&self.runs[hi]) {
+            hi += 1;
+        }
+        let end = self
+            .runs
+            .get(hi)
+            .map_or(self.capacity as u64, |r| r.first_lbn);
+        end - self.runs[lo].first_lbn
+    }
+
     /// [`G1Layout::run_on_track`] from the mapping (the run table is built with it).
     fn run_on_track_computed(&self, lbn: u64) -> u32 {
         let l = lbn as i64;
