@@ -771,11 +771,12 @@ impl Controller {
         // Zero-latency writes: with every sector already buffered when the head lands, the
         // write starts at the next sector boundary inside the request and wraps around.
         let landed = start + a.overhead + a.seek;
-        let zl = if c.immediate_buffer_write && data_in <= landed {
-            zero_latency(drive, start, &self.head, x, &a)
-        } else {
-            None
-        };
+        let zl =
+            if c.immediate_buffer_write && data_in <= landed && n <= u64::from(c.segment_sectors) {
+                zero_latency(drive, start, &self.head, x, &a)
+            } else {
+                None
+            };
         // Sector k goes to the media when it comes under the head and must be in the buffer
         // by then (DiskSim `disk_buffer_block_available` at the sector's start); a drive with
         // the extra write disconnect starts writing only once min(request, 10) sectors are
@@ -785,8 +786,33 @@ impl Controller {
             Some(_) => 15,
             None => 1,
         };
-        let ready = |k: u64| bus_start + p.bus_sector_write * (k + 1).max(q);
-        let mut media_end = write_media_end(drive, &self.head, x, &times, ready);
+        let seg_size = u64::from(c.segment_sectors).max(1);
+        let (data_in, mut media_end) = if n <= seg_size {
+            let ready = |k: u64| bus_start + p.bus_sector_write * (k + 1).max(q);
+            (
+                data_in,
+                write_media_end(drive, &self.head, x, &times, ready),
+            )
+        } else {
+            // A write larger than its segment comes over the interface in pieces as the
+            // media write frees room.
+            let mark = if c.watermark_by_request {
+                ((seg_size.min(n) as f64 * c.low_water_mark) as u64).max(1)
+            } else {
+                (seg_size as f64 * c.low_water_mark + 0.9999999999) as u64
+            };
+            let bus = WriteBus {
+                start: bus_start,
+                sector: p.bus_sector_write,
+                size: seg_size,
+                q: q.min(seg_size),
+                hold: c.hold_bus_write || c.never_disconnect,
+                mark,
+                disconnect: ns(c.write_disconnect_ms),
+                reselect: ns(c.first_reselect_ms) + ns(c.data_preparation_ms),
+            };
+            write_media_segmented(drive, &self.head, x, &times, &bus)
+        };
         if let Some(z) = zl {
             media_end = media_end.min(z.end);
         }
@@ -916,6 +942,225 @@ fn write_media_end(
         k += len;
     }
     end
+}
+
+/// The interface side of a write larger than its buffer segment.
+struct WriteBus {
+    /// When the first sector starts over the interface.
+    start: Nanos,
+    /// Interface time per sector.
+    sector: Span,
+    /// The segment's size in sectors.
+    size: u64,
+    /// Sectors that must be buffered before the first is written (extra write disconnect).
+    q: u64,
+    /// The drive holds the bus while the segment is full instead of disconnecting.
+    hold: bool,
+    /// The low water mark in sectors: a disconnected write reconnects once no more than
+    /// this many buffered sectors are left to write.
+    mark: u64,
+    /// The write disconnect overhead.
+    disconnect: Span,
+    /// Reselection plus data preparation.
+    reselect: Span,
+}
+
+/// The interface's state during a segmented write.
+#[derive(Clone, Copy)]
+enum BusState {
+    /// Sectors `first..first + count` cross from `t0`, one every `WriteBus::sector`.
+    Moving { t0: Nanos, first: u64, count: u64 },
+    /// The segment was full: disconnected (or holding the bus) from `since`.
+    Stalled { since: Nanos },
+    /// Reselecting; the next piece starts at `at`.
+    Reconnecting { at: Nanos },
+    /// All the data is in.
+    Done,
+}
+
+/// A write larger than its segment, timed as DiskSim moves it
+/// (`disk_buffer_transfer_size`, `disk_request_needs_bus`, `disk_buffer_request_complete`,
+/// `disk_buffer_sector_done`): the interface sends as much as the segment has room for
+/// (`size − (sent − written)`), and when a piece is done it sends the next at once if there
+/// is room; otherwise it disconnects (the write disconnect overhead) and reconnects
+/// (reselection and data preparation) at the first sector event, or at the end of the
+/// disconnect, when at most the low water mark of buffered sectors is left to write — or,
+/// holding the bus, goes on at the first sector event with room. The media side is
+/// [`write_media_end`]'s sector loop, a sector written only once it is buffered. Returns
+/// when the last sector has crossed the interface and when the media write ends.
+fn write_media_segmented(
+    drive: &Drive,
+    head: &HeadState,
+    x: Transfer,
+    times: &[(Nanos, Nanos)],
+    bus: &WriteBus,
+) -> (Nanos, Nanos) {
+    let n = times.len() as u64;
+    struct Sim<'a> {
+        bus: &'a WriteBus,
+        n: u64,
+        state: BusState,
+        /// Sectors fully across the interface at the end of the last piece.
+        out: u64,
+        /// Sectors written.
+        written: u64,
+        data_in: Nanos,
+    }
+    impl Sim<'_> {
+        fn piece(&mut self, t0: Nanos) {
+            let room = self.bus.size.saturating_sub(self.out - self.written);
+            let count = (self.n - self.out).min(room);
+            self.state = if count > 0 {
+                BusState::Moving {
+                    t0,
+                    first: self.out,
+                    count,
+                }
+            } else if self.bus.hold {
+                BusState::Stalled { since: t0 }
+            } else {
+                BusState::Stalled {
+                    since: t0 + self.bus.disconnect,
+                }
+            };
+        }
+        fn may_reconnect(&self) -> bool {
+            let buffered = self.out - self.written;
+            buffered < self.bus.size && (self.bus.hold || buffered <= self.bus.mark)
+        }
+        fn reconnect(&mut self, t: Nanos) {
+            if self.bus.hold {
+                self.piece(t);
+            } else {
+                self.state = BusState::Reconnecting {
+                    at: t + self.bus.reselect,
+                };
+            }
+        }
+        /// Interface events up to `t`; `sector_event`: `t` is a sector event after the
+        /// media progress at `t` is counted.
+        fn advance(&mut self, t: Nanos, sector_event: bool) {
+            loop {
+                match self.state {
+                    BusState::Moving { t0, first, count } => {
+                        let end = t0 + self.bus.sector * count;
+                        if end > t {
+                            return;
+                        }
+                        self.out = first + count;
+                        if self.out >= self.n {
+                            self.data_in = end;
+                            self.state = BusState::Done;
+                        } else {
+                            self.piece(end);
+                        }
+                    }
+                    BusState::Stalled { since } => {
+                        if since > t || !self.may_reconnect() {
+                            return;
+                        }
+                        if sector_event {
+                            self.reconnect(t);
+                        } else if !self.bus.hold {
+                            // At the end of the disconnect (`disk_disconnect` checks the bus).
+                            self.reconnect(since);
+                        } else {
+                            return;
+                        }
+                    }
+                    BusState::Reconnecting { at } => {
+                        if at > t {
+                            return;
+                        }
+                        self.piece(at);
+                    }
+                    BusState::Done => return,
+                }
+            }
+        }
+        /// Sectors in the buffer at `t`.
+        fn buffered(&self, t: Nanos) -> u64 {
+            match self.state {
+                BusState::Moving { t0, first, count } if t >= t0 => {
+                    let k = match self.bus.sector.0 {
+                        0 => count,
+                        s => (t.since(t0).0 / s).min(count),
+                    };
+                    first + k
+                }
+                _ => self.out,
+            }
+        }
+        fn available(&self, j: u64, t: Nanos) -> bool {
+            let b = self.buffered(t);
+            j < b && b >= self.bus.q
+        }
+    }
+    let mut sim = Sim {
+        bus,
+        n,
+        state: BusState::Moving {
+            t0: bus.start,
+            first: 0,
+            count: n.min(bus.size),
+        },
+        out: 0,
+        written: 0,
+        data_in: bus.start,
+    };
+    let (mut k, mut end) = (0u64, Nanos::ZERO);
+    let mut prev: Option<(u32, u32)> = None;
+    while k < n {
+        let lba = x.lba + k;
+        let target = drive.locate(lba);
+        let track = (target.chs.cylinder, target.chs.head);
+        let mut len = 0;
+        while k + len < n {
+            let chs = drive.locate(lba + len).chs;
+            if (chs.cylinder, chs.head) != track {
+                break;
+            }
+            len += u64::from(drive.geometry().run_on_track(lba + len)).min(n - k - len);
+        }
+        let first = times[k as usize].0;
+        let landed = match prev {
+            Some((cyl, hd)) => {
+                let at = end + drive.seek_span(cyl, hd, target.chs, Op::Write);
+                at + drive.rotational_wait(at, head.phase_ns, target.angle_ns)
+            }
+            None => first,
+        };
+        let (lbns, ps) = drive.media_step(lba);
+        let step = |i: u64| Span(i * ps / 1000);
+        // The sector event on landing.
+        sim.advance(landed, false);
+        sim.advance(landed, true);
+        let mut shift = Span::ZERO;
+        for j in k..k + len {
+            let mut due = landed + times[j as usize].0.since(first) + shift;
+            // (The interface always delivers: a sector is missing only with the segment
+            // empty, when the drive may reconnect; the bound is a guard.)
+            let mut turns = 0;
+            while !sim.available(j, due) && turns < 1_000 {
+                turns += 1;
+                // Passed: the loop goes round the track's LBNs, a sector event each.
+                for i in 1..=lbns {
+                    sim.advance(due + step(i), false);
+                    sim.advance(due + step(i), true);
+                }
+                shift += step(lbns);
+                due += step(lbns);
+            }
+            let done = due + times[j as usize].1.since(times[j as usize].0);
+            sim.advance(done, false);
+            sim.written = j + 1;
+            sim.advance(done, true);
+            end = done;
+        }
+        prev = Some(track);
+        k += len;
+    }
+    (sim.data_in, end)
 }
 
 /// The global track number (cylinder · surfaces + head) holding `lba`.

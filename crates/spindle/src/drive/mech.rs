@@ -373,6 +373,23 @@ impl Drive {
         }
     }
 
+    /// DiskSim's sector loop on `lba`'s track ([`Drive::media_cycle`]): how many LBNs it
+    /// steps through in a turn, and the time of one step in picoseconds (for spindle's own
+    /// layouts, the sectors per track and a revolution's share of each).
+    pub fn media_step(&self, lba: u64) -> (u64, u64) {
+        let chs = self.geometry.locate(lba).0;
+        match (
+            self.sector_ps(chs.cylinder),
+            self.geometry.g1_track_lbns(lba),
+        ) {
+            (Some(ps), Some(m)) => (m.max(1), ps),
+            _ => {
+                let spt = u64::from(self.geometry.sectors_per_track(chs.cylinder)).max(1);
+                (spt, self.period_ns * 1000 / spt)
+            }
+        }
+    }
+
     /// Wait from instant `at` until the sector at `angle_ns` comes under the head.
     #[inline]
     pub fn rotational_wait(&self, at: Nanos, phase_ns: u64, angle_ns: u64) -> Span {
