@@ -343,9 +343,10 @@ impl Controller {
     /// A read miss's sectors over an interface that lets go of the bus when it has sent
     /// everything buffered (DiskSim `disk_reconnection_or_transfer_complete`: each transfer
     /// moves what is buffered; with nothing left it holds the bus only with "Hold bus entire
-    /// read xfer" or "Never disconnect", else it disconnects and `disk_request_needs_bus`
-    /// reconnects once `mark` more sectors, or all the rest, are buffered, paying the
-    /// reselection and data preparation again). `ready[k]` is when sector k is buffered
+    /// read xfer" or "Never disconnect", else it disconnects, taking the read disconnect
+    /// overhead, and `disk_request_needs_bus` reconnects once that is done and `mark` more
+    /// sectors, or all the rest, are buffered, paying the reselection and data preparation
+    /// again). `ready[k]` is when sector k is buffered
     /// (non-decreasing); the bus is first connected at `connected`. Returns when the last
     /// sector has gone.
     fn read_interface(
@@ -354,7 +355,7 @@ impl Controller {
         connected: Nanos,
         ready: &[(Nanos, Nanos)],
         mark: u64,
-        reselect: Span,
+        (disconnect, reselect): (Span, Span),
     ) -> Nanos {
         let c = &p.spec;
         let hold = c.hold_bus_read || c.never_disconnect;
@@ -368,8 +369,10 @@ impl Controller {
             } else if hold {
                 t = ready[sent].1;
             } else {
+                // The disconnect takes the read disconnect overhead; the bus is checked
+                // again when it is done (`disk_disconnect`) and at each sector event after.
                 let need = (sent as u64 + mark.max(1)).min(n as u64) as usize;
-                t = ready[need - 1].1.max(t) + reselect;
+                t = ready[need - 1].1.max(t + disconnect) + reselect;
             }
         }
         t
@@ -533,19 +536,21 @@ impl Controller {
         // crosses as soon as it is buffered, with no water mark and no reselection (DiskSim
         // `disk_read_arrive`: READY_TO_TRANSFER after the command overhead and the data
         // preparation; `disk_reconnection_or_transfer_complete` holds the bus).
+        // The read disconnect overhead, after a read or after a write (DiskSim's `lastflags`
+        // is the previous request's until this one completes).
+        let disconnect = if self.after_read() {
+            ns(c.read_disconnect_after_read_ms)
+        } else {
+            ns(c.read_disconnect_after_write_ms)
+        };
         let bus_start = if c.never_disconnect {
             now + overhead + ns(c.data_preparation_ms)
         } else {
             // The drive first disconnects, after the command overhead and the read
             // disconnect overhead (DiskSim `disk_read_arrive`); it cannot reselect before.
-            let disconnect = if self.after_read() {
-                ns(c.read_disconnect_after_read_ms)
-            } else {
-                ns(c.read_disconnect_after_write_ms)
-            };
             times[k0 as usize - 1].1.max(now + overhead + disconnect) + reselect
         };
-        let end = self.read_interface(p, bus_start, &times, k0, reselect);
+        let end = self.read_interface(p, bus_start, &times, k0, (disconnect, reselect));
         let done = end + ns(c.read_completion_ms);
         let seg = self.take_segment(p, Op::Read, (x.lba, x.lba + n), reading);
         let mut seg_start = x.lba;
