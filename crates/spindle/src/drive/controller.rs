@@ -50,6 +50,9 @@ struct Segment {
     end: u64,
     /// LRU stamp.
     used: u64,
+    /// When the segment's last media access was a write: where that write's data ends
+    /// (DiskSim `seg->access` not a read, and `seg->endblkno`).
+    write_end: Option<u64>,
     /// Holds write data not yet on the media.
     dirty: bool,
 }
@@ -105,8 +108,6 @@ pub struct Controller {
     /// Where the arm is once committed work ends.
     head: HeadState,
     last_op: Op,
-    /// The sector after the previous write's last: a write starting there continues it.
-    last_write_end: Option<u64>,
     /// When the media write of the last write-back data ends (a read-ahead being stopped
     /// does not count: it is stoppable, a destage is not).
     destage_end: Nanos,
@@ -126,6 +127,7 @@ impl Controller {
                     start: 0,
                     end: 0,
                     used: 0,
+                    write_end: None,
                     dirty: false,
                 })
                 .collect(),
@@ -139,7 +141,6 @@ impl Controller {
             head,
             last_op: Op::Read,
             destage_end: Nanos::ZERO,
-            last_write_end: None,
             clock: 0,
         }
     }
@@ -427,6 +428,7 @@ impl Controller {
                         let from = self.segments[seg].end;
                         if from < goal && (from < x_end || c.read_ahead_on_idle_hit) {
                             let miss = self.read_miss_overhead(c);
+                            self.segments[seg].write_end = None;
                             self.read_ahead = Some(ReadAhead {
                                 segment: seg,
                                 from,
@@ -575,6 +577,7 @@ impl Controller {
             start: seg_start,
             end: x.lba + n,
             used: self.clock,
+            write_end: None,
             dirty: false,
         };
         self.head.cylinder = a.end_cylinder;
@@ -672,6 +675,7 @@ impl Controller {
         if n == 0 {
             return;
         }
+        self.segments[seg].write_end = None;
         self.read_ahead = Some(ReadAhead {
             segment: seg,
             from,
@@ -704,13 +708,27 @@ impl Controller {
         let after_read = self.after_read();
         let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
         // The extra write disconnect is suffered by a write that follows a write without
-        // continuing it (DiskSim `disk_buffer_select_segment`: "a write following a
-        // non-sequential write"; the HP C2247A trace marks exactly those writes "Trip",
-        // written in three pieces).
+        // continuing it ("a write following a non-sequential write"; the HP C2247A trace
+        // marks those writes "Trip", written in three pieces).
+        // DiskSim (`disk_buffer_select_segment`) flags it when the segment the write gets
+        // is the most recently used one (the end of its LRU list), whose last media access
+        // was a write the new one does not start at the end of.
+        let mru = self
+            .segments
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, s)| s.used)
+            .map(|(i, _)| i);
+        let seg = match self.segments.iter().position(|s| s.dirty && s.end == x.lba) {
+            Some(i) if c.combine_seq_writes => i,
+            _ => self.take_segment(p, Op::Write, (x.lba, x.lba + n), reading),
+        };
+        let follows_write =
+            Some(seg) == mru && self.segments[seg].write_end.is_some_and(|e| e != x.lba);
         let extra = c
             .extra_write_disconnect
             .as_ref()
-            .filter(|_| !c.never_disconnect && !after_read && self.last_write_end != Some(x.lba));
+            .filter(|_| !c.never_disconnect && follows_write);
         let overhead = match (extra, fast, after_read) {
             (Some(e), _, _) => ns(e.command_ms),
             (None, true, true) => ns(c.write_hit_after_read_ms),
@@ -737,10 +755,6 @@ impl Controller {
                 ns(e.disconnect_ms) + ns(e.inter_disconnect_delay_ms) + ns(c.first_reselect_ms);
         }
         let data_in = bus_start + p.bus_sector_write * n;
-        let seg = match self.segments.iter().position(|s| s.dirty && s.end == x.lba) {
-            Some(i) if c.combine_seq_writes => i,
-            _ => self.take_segment(p, Op::Write, (x.lba, x.lba + n), reading),
-        };
         // Cached read data the write overlaps is stale: those segments are dropped.
         let (lo, hi) = (x.lba, x.lba + n);
         if let Some(ra) = &self.read_ahead {
@@ -827,9 +841,9 @@ impl Controller {
         if fast {
             self.destage_end = media_end;
         }
-        self.last_write_end = Some(x.lba + n);
         let keep = c.read_hits_on_write_data;
         let s = &mut self.segments[seg];
+        s.write_end = Some(x.lba + n);
         if s.dirty && s.end == x.lba {
             s.end += n;
         } else {
@@ -837,6 +851,7 @@ impl Controller {
                 start: x.lba,
                 end: x.lba + n,
                 used: self.clock,
+                write_end: Some(x.lba + n),
                 dirty: fast,
             };
         }
@@ -1392,6 +1407,7 @@ mod tests {
             start,
             end,
             used,
+            write_end: None,
             dirty: false,
         };
         ctl.segments = vec![
@@ -1511,6 +1527,9 @@ mod tests {
     fn the_extra_write_disconnect_is_suffered_by_a_write_after_a_non_sequential_write() {
         let mut c = cache();
         c.fast_write_level = 0;
+        // One segment: every write gets the segment the previous one used (DiskSim flags
+        // the extra disconnect only then).
+        c.segments = 1;
         c.extra_write_disconnect = Some(ExtraWriteDisconnect {
             command_ms: 0.05,
             disconnect_ms: 0.01,
@@ -1529,6 +1548,28 @@ mod tests {
         let t = jump.access.end + Span::from_ms(5);
         let sequential = serve(&mut ctl, &d, t, Op::Write, 90_008, 8);
         assert_eq!(sequential.access.overhead, Span::from_ms_f64(0.8));
+    }
+
+    #[test]
+    fn a_write_given_another_segment_than_the_previous_write_has_no_extra_disconnect() {
+        let mut c = cache();
+        c.fast_write_level = 0;
+        c.segments = 2;
+        c.extra_write_disconnect = Some(ExtraWriteDisconnect {
+            command_ms: 0.05,
+            disconnect_ms: 0.01,
+            inter_disconnect_delay_ms: 0.02,
+            second_disconnect_ms: 0.0,
+            seek_delta_ms: 0.03,
+        });
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let first = serve(&mut ctl, &d, Nanos(0), Op::Write, 150_000, 8);
+        // Written through and not kept: both segments are empty, and the next write gets
+        // the least recently used one, not the one the previous write used.
+        let t = first.access.end + Span::from_ms(5);
+        let jump = serve(&mut ctl, &d, t, Op::Write, 90_000, 8);
+        assert_eq!(jump.access.overhead, Span::from_ms_f64(0.8));
     }
 
     #[test]
