@@ -63,6 +63,10 @@ struct ReadAhead {
     segment: usize,
     from: u64,
     until: u64,
+    /// The read-ahead cannot be stopped before it has read up to here (DiskSim
+    /// `minreadaheadblkno`: the end of the last request on its segment plus the minimum
+    /// read-ahead).
+    min_until: u64,
     began: Nanos,
     /// Head position and time at which reading `from` starts (no seek: it continues the
     /// previous transfer).
@@ -406,6 +410,11 @@ impl Controller {
             // end + maximum read-ahead)), so a sequential stream of hits keeps being read
             // ahead of.
             let goal = Self::read_ahead_goal(drive, c, x_end);
+            // The hit's segment is set up for it: its read-ahead may not be stopped before
+            // the minimum read-ahead past this request (`disk_buffer_set_segment`).
+            if let Some(ra) = self.read_ahead.as_mut().filter(|ra| ra.segment == seg) {
+                ra.min_until = ra.min_until.max(Self::min_read_ahead_end(drive, c, x_end));
+            }
             if let Some(goal) = goal {
                 // A read-ahead that reached its goal before this request has stopped: the
                 // mechanism is idle, and what it read is in the segment.
@@ -433,6 +442,7 @@ impl Controller {
                                 segment: seg,
                                 from,
                                 until: goal,
+                                min_until: Self::min_read_ahead_end(drive, c, x_end),
                                 began: (now + miss).max(self.mech_free),
                                 head: self.head,
                             });
@@ -499,7 +509,8 @@ impl Controller {
         // Miss: the mechanism is needed.
         let t = now + overhead;
         let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
-        self.stop_read_ahead(drive, t);
+        let stop = self.read_ahead_unstoppable_until(drive, t).unwrap_or(t);
+        self.stop_read_ahead(drive, stop);
         let start = t.max(self.mech_free);
         if start > t {
             // Destaging write-back data first.
@@ -602,6 +613,26 @@ impl Controller {
         Service { access, hit: false }
     }
 
+    /// Where a read-ahead started for a request ending at `end` may first be stopped.
+    fn min_read_ahead_end(drive: &Drive, c: &CacheSpec, end: u64) -> u64 {
+        (end + u64::from(c.min_read_ahead_sectors)).min(drive.capacity_sectors())
+    }
+
+    /// When the running read-ahead, not yet stoppable at `t`, reaches the point where it
+    /// may be stopped; `None` if there is none or it may be stopped at `t`. DiskSim
+    /// (`disk_buffer_stopable_access`) does not stop a read-ahead for another request
+    /// before it has read the minimum read-ahead; it goes on to that point and then hands
+    /// the mechanism over (`disk_buffer_request_complete`, `disk_check_prefetch_swap`).
+    fn read_ahead_unstoppable_until(&self, drive: &Drive, t: Nanos) -> Option<Nanos> {
+        let ra = self.read_ahead.as_ref()?;
+        let point = ra.min_until.min(ra.until);
+        if point <= ra.from {
+            return None;
+        }
+        let end = ra.first(drive, point - ra.from).end;
+        (end > t).then_some(end)
+    }
+
     /// The read-miss command overhead, after a read or after a write. DiskSim also holds a
     /// read hit's mechanical activity (resuming the read-ahead) for it (`disk_read_arrive`).
     fn read_miss_overhead(&self, c: &CacheSpec) -> Span {
@@ -680,6 +711,7 @@ impl Controller {
             segment: seg,
             from,
             until: from + n,
+            min_until: Self::min_read_ahead_end(drive, c, from),
             began: at,
             head: self.head,
         });
@@ -737,11 +769,25 @@ impl Controller {
             (None, false, false) => ns(c.write_miss_after_write_ms),
         };
         let t = now + overhead;
-        if c.write_hit_stop_prefetch || !fast {
+        // A read-ahead short of its minimum when the write arrives cannot be stopped: the
+        // drive disconnects, the read-ahead goes on to the minimum and hands over, and the
+        // write's data comes after a reselection (DiskSim `disk_write_arrive`,
+        // `disk_buffer_stopable_access`).
+        let unstoppable = if c.never_disconnect {
+            None
+        } else {
+            self.read_ahead_unstoppable_until(drive, now)
+        };
+        if let Some(h) = unstoppable {
+            self.stop_read_ahead(drive, h);
+        } else if c.write_hit_stop_prefetch || !fast {
             self.stop_read_ahead(drive, t);
         }
         // Data comes over the interface first (after the extra disconnect, if any).
         let mut bus_start = t + ns(c.data_preparation_ms);
+        if let Some(h) = unstoppable {
+            bus_start = bus_start.max(h + ns(c.first_reselect_ms) + ns(c.data_preparation_ms));
+        }
         // A write that arrives while the mechanism destages earlier write data it does not
         // append to cannot be taken: the drive disconnects and takes it, reselecting, once
         // the destage is done (DiskSim `disk_write_arrive`: data is accepted at once only
