@@ -823,9 +823,12 @@ impl Controller {
         let data_in = bus_start + p.bus_sector_write * n;
         // Cached read data the write overlaps is stale: those segments are dropped.
         let (lo, hi) = (x.lba, x.lba + n);
+        // A write given the read-ahead's own segment takes it over: the read-ahead stops
+        // (DiskSim `disk_buffer_select_write_segment` takes a reading segment only from
+        // a pure prefetch it can stop).
         if let Some(ra) = &self.read_ahead {
             let s = &self.segments[ra.segment];
-            if ra.segment != seg && lo < ra.until.max(s.end) && hi > s.start {
+            if ra.segment == seg || (lo < ra.until.max(s.end) && hi > s.start) {
                 self.stop_read_ahead(drive, t);
             }
         }
