@@ -447,6 +447,19 @@ impl Geometry {
         )
     }
 
+    /// A DiskSim layout's number of LBNs on the track holding `lba`; `None` for spindle's
+    /// own layouts.
+    pub fn g1_track_lbns(&self, lba: u64) -> Option<u64> {
+        self.g1.as_ref().map(|g1| g1.track_lbns(lba))
+    }
+
+    /// A DiskSim layout's sector width on `cylinder` in 2^-32 revolutions; `None` for
+    /// spindle's own layouts.
+    #[inline]
+    pub fn g1_sector_width(&self, cylinder: u32) -> Option<u32> {
+        self.g1.as_ref().map(|g1| g1.sector_width(cylinder))
+    }
+
     /// A DiskSim layout's exact start angle of a physical sector (`dm_pbn_skew`), in 2^-32
     /// revolutions; `None` for spindle's own layouts (whose angles are whole sectors).
     #[inline]

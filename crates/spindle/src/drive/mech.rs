@@ -81,6 +81,9 @@ pub struct Drive {
     seek_read: SeekCurve,
     seek_write: SeekCurve,
     period_ns: u64,
+    /// DiskSim's rotation period in picoseconds (`rotatetime`, truncated as
+    /// `dm_mech_g1_loadparams` does) for a DiskSim layout: sector times derive from it.
+    rotatetime_ps: Option<u64>,
     head_switch: Span,
     /// Added to every non-zero write positioning time; negative for some drives (DiskSim's
     /// "Add. write settling delay"), never making a positioning time negative.
@@ -210,14 +213,17 @@ impl Drive {
             estimated: spec.estimated,
             seek_read: SeekCurve::compile(&spec.seek, spec.cylinders, false)?,
             seek_write: SeekCurve::compile(&spec.seek, spec.cylinders, true)?,
-            geometry,
             period_ns: (60e9 / spec.rpm).round() as u64,
+            rotatetime_ps: geometry
+                .is_disksim()
+                .then(|| (1000.0 / (spec.rpm / 60.0) * 1e9) as u64),
             head_switch: ms("head_switch_ms", spec.head_switch_ms)?,
             write_settle_ns: signed_settle(spec)?,
             overhead_read: ms("overhead_read_ms", spec.overhead_read_ms)?,
             overhead_write: ms("overhead_write_ms", spec.overhead_write_ms)?,
             seek_noise: noise("noise.seek_rel_sigma", spec.noise.seek_rel_sigma, 1.0)?,
             rotation_noise: noise("noise.rotation_sigma_ms", spec.noise.rotation_sigma_ms, 1e6)?,
+            geometry,
             cache: spec
                 .cache
                 .clone()
@@ -337,6 +343,53 @@ impl Drive {
         t
     }
 
+    /// A DiskSim layout's time for one sector to pass under the head on `cylinder`, in
+    /// picoseconds: DiskSim's media transfer steps one `dm_xfertime(1)` per sector
+    /// (`disk_buffer_sector_done`), and `dm_rottime_g1` converts the sector's width to time
+    /// as `((width << 20) >> 32) · rotatetime >> 20`, dropping the width's low 12 bits (a
+    /// sector of a 299-sector track at 5,400 rpm takes 37.151 µs, not 37.161). `None` for
+    /// spindle's own layouts (a sector is `period / spt`).
+    #[inline]
+    pub fn sector_ps(&self, cylinder: u32) -> Option<u64> {
+        let ps = self.rotatetime_ps?;
+        let width = self.geometry.g1_sector_width(cylinder)?;
+        Some((u64::from(width >> 12) * ps) >> 20)
+    }
+
+    /// How long the media transfer takes to come back to a sector of `lba`'s track it has
+    /// passed. DiskSim's sector loop (`disk_buffer_sector_done`) steps through the track's
+    /// LBNs, wrapping from the last to the first, one sector time ([`Drive::sector_ps`])
+    /// each: spare and slipped sectors take no time, so its turn is the track's LBNs times
+    /// the sector time, a little short of a revolution. A revolution for spindle's own
+    /// layouts.
+    pub fn media_cycle(&self, lba: u64) -> Span {
+        let chs = self.geometry.locate(lba).0;
+        match (
+            self.sector_ps(chs.cylinder),
+            self.geometry.g1_track_lbns(lba),
+        ) {
+            (Some(ps), Some(m)) => Span(m * ps / 1000),
+            _ => Span(self.period_ns),
+        }
+    }
+
+    /// DiskSim's sector loop on `lba`'s track ([`Drive::media_cycle`]): how many LBNs it
+    /// steps through in a turn, and the time of one step in picoseconds (for spindle's own
+    /// layouts, the sectors per track and a revolution's share of each).
+    pub fn media_step(&self, lba: u64) -> (u64, u64) {
+        let chs = self.geometry.locate(lba).0;
+        match (
+            self.sector_ps(chs.cylinder),
+            self.geometry.g1_track_lbns(lba),
+        ) {
+            (Some(ps), Some(m)) => (m.max(1), ps),
+            _ => {
+                let spt = u64::from(self.geometry.sectors_per_track(chs.cylinder)).max(1);
+                (spt, self.period_ns * 1000 / spt)
+            }
+        }
+    }
+
     /// Wait from instant `at` until the sector at `angle_ns` comes under the head.
     #[inline]
     pub fn rotational_wait(&self, at: Nanos, phase_ns: u64, angle_ns: u64) -> Span {
@@ -453,12 +506,14 @@ impl Drive {
         let mut rest = runs[1..].iter();
         loop {
             let run = on_track.min(left);
-            let xfer =
-                Span(self.period_ns * (idx + u64::from(run)) / spt - self.period_ns * idx / spt);
+            let sector_ps = self.sector_ps(at.chs.cylinder);
+            let span = |j: u64| match sector_ps {
+                Some(ps) => Span(j * ps / 1000),
+                None => Span(self.period_ns * (idx + j) / spt - self.period_ns * idx / spt),
+            };
+            let xfer = span(u64::from(run));
             if let Some(times) = sector_times.as_deref_mut() {
-                let t0 = self.period_ns * idx / spt;
-                let at = |j: u64| t + Span(self.period_ns * (idx + j) / spt - t0);
-                times.extend((1..=u64::from(run)).map(|j| (at(j - 1), at(j))));
+                times.extend((1..=u64::from(run)).map(|j| (t + span(j - 1), t + span(j))));
             }
             a.transfer += xfer;
             t += xfer;

@@ -488,6 +488,12 @@ impl G1Layout {
         self.band_of_cyl(i64::from(cylinder)).0.spt as u32
     }
 
+    /// One sector's width on `cylinder` in 2^-32 revolutions: `floor(2^32 / spt)` (DiskSim
+    /// `dm_get_sector_width` of one sector).
+    pub fn sector_width(&self, cylinder: u32) -> u32 {
+        self.band_of_cyl(i64::from(cylinder)).0.sector_width
+    }
+
     /// DiskSim's `g1_surfno_on_cyl`: the head of logical surface `head` on `cyl` (an
     /// involution).
     fn surfno(&self, b: &Band, cyl: i64, head: i64) -> i64 {
@@ -934,6 +940,28 @@ impl G1Layout {
             .get(i + 1)
             .map_or(self.capacity as u64, |r| r.first_lbn);
         u32::try_from(end - lbn).expect("a track run fits u32")
+    }
+
+    /// How many LBNs the track holding `lbn` has: the runs on its (cylinder, head) next to
+    /// `lbn`'s in LBN order (DiskSim `dm_get_track_boundaries`: last − first + 1).
+    pub fn track_lbns(&self, lbn: u64) -> u64 {
+        assert!(lbn < self.capacity(), "lbn {lbn} beyond capacity");
+        let i = self.run_index(lbn);
+        let same =
+            |r: &TrackRun| (r.cylinder, r.head) == (self.runs[i].cylinder, self.runs[i].head);
+        let mut lo = i;
+        while lo > 0 && same(&self.runs[lo - 1]) {
+            lo -= 1;
+        }
+        let mut hi = i + 1;
+        while hi < self.runs.len() && same(&self.runs[hi]) {
+            hi += 1;
+        }
+        let end = self
+            .runs
+            .get(hi)
+            .map_or(self.capacity as u64, |r| r.first_lbn);
+        end - self.runs[lo].first_lbn
     }
 
     /// [`G1Layout::run_on_track`] from the mapping (the run table is built with it).
