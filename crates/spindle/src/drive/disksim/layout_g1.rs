@@ -394,7 +394,7 @@ impl G1Layout {
                 // is too. Else the search (the tests compare the table with it).
                 let bound = (b.spt - s).min(end - l);
                 let last = self.ltop_raw(l + bound - 1, true);
-                let n = if b.defects.is_empty()
+                let n = if self.monotonic(b)
                     && last == (c, h, s + bound - 1)
                     && self.position(b, last.0, last.1, last.2)
                         == self.position(b, c, h, s) + bound - 1
@@ -964,6 +964,15 @@ impl G1Layout {
         end - self.runs[lo].first_lbn
     }
 
+    /// Whether positions strictly grow with the LBN across band `b`, so that a track's run
+    /// is known from its ends. Not with defects (remapped sectors), nor with slips under
+    /// spares per range of cylinders (scheme 8): DiskSim's loop there can put an LBN past
+    /// its successor (random layouts found LBNs at a track's first sector whose successor
+    /// is not the next sector), so those runs are found LBN by LBN.
+    fn monotonic(&self, b: &Band) -> bool {
+        b.defects.is_empty() && !(self.sparing == Sparing::SectorsPerRange && !b.slips.is_empty())
+    }
+
     /// [`G1Layout::run_on_track`] from the mapping (the run table is built with it).
     fn run_on_track_computed(&self, lbn: u64) -> u32 {
         let l = lbn as i64;
@@ -975,7 +984,7 @@ impl G1Layout {
             let (c2, h2, s2) = self.ltop_raw(l + i, true);
             (c2, h2) == (c, h) && s2 == s + i && self.position(b, c2, h2, s2) == p0 + i
         };
-        let run = if b.defects.is_empty() {
+        let run = if self.monotonic(b) {
             // Positions strictly grow with the LBN, so "still adjacent" holds for a prefix.
             let (mut lo, mut hi) = (1i64, bound);
             while lo < hi {
