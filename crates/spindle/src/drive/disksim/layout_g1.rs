@@ -970,7 +970,7 @@ impl G1Layout {
     /// its successor (random layouts found LBNs at a track's first sector whose successor
     /// is not the next sector), so those runs are found LBN by LBN.
     fn monotonic(&self, b: &Band) -> bool {
-        b.defects.is_empty() && !(self.sparing == Sparing::SectorsPerRange && !b.slips.is_empty())
+        b.defects.is_empty() && (self.sparing != Sparing::SectorsPerRange || b.slips.is_empty())
     }
 
     /// [`G1Layout::run_on_track`] from the mapping (the run table is built with it).
