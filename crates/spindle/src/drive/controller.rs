@@ -980,6 +980,36 @@ impl Controller {
     }
 }
 
+/// The first sector of `left` (≥ 1) from `lba` on, and how many of them lie on its track
+/// (runs split by slips stay together).
+fn track_extent(drive: &Drive, lba: u64, left: u64) -> (super::Target, u64) {
+    let target = drive.locate(lba);
+    let track = (target.chs.cylinder, target.chs.head);
+    let mut len = 0;
+    while len < left {
+        let chs = drive.locate(lba + len).chs;
+        if (chs.cylinder, chs.head) != track {
+            break;
+        }
+        len += u64::from(drive.geometry().run_on_track(lba + len)).min(left - len);
+    }
+    (target, len)
+}
+
+/// When the head, done with track `from` at `end`, is over `target` for `op`: the head
+/// switch or seek, then the rotational wait.
+fn landing(
+    drive: &Drive,
+    head: &HeadState,
+    (cyl, hd): (u32, u32),
+    end: Nanos,
+    target: &super::Target,
+    op: Op,
+) -> Nanos {
+    let at = end + drive.seek_span(cyl, hd, target.chs, op);
+    at + drive.rotational_wait(at, head.phase_ns, target.angle_ns)
+}
+
 /// When a write's media transfer ends if sector k can be written only once it is in the
 /// buffer (`ready(k)`), timed as DiskSim's sector loop (`disk_buffer_sector_done`) does: on
 /// each track the head lands on the first sector wanted there; a sector not yet buffered
@@ -1000,23 +1030,11 @@ fn write_media_end(
     let mut prev: Option<(u32, u32)> = None;
     while k < n {
         let lba = x.lba + k;
-        let target = drive.locate(lba);
+        let (target, len) = track_extent(drive, lba, n - k);
         let track = (target.chs.cylinder, target.chs.head);
-        // The sectors from k on on this track (runs split by slips stay together).
-        let mut len = 0;
-        while k + len < n {
-            let chs = drive.locate(lba + len).chs;
-            if (chs.cylinder, chs.head) != track {
-                break;
-            }
-            len += u64::from(drive.geometry().run_on_track(lba + len)).min(n - k - len);
-        }
         let first = times[k as usize].0;
         let landed = match prev {
-            Some((cyl, hd)) if delayed => {
-                let at = end + drive.seek_span(cyl, hd, target.chs, Op::Write);
-                at + drive.rotational_wait(at, head.phase_ns, target.angle_ns)
-            }
+            Some(from) if delayed => landing(drive, head, from, end, &target, Op::Write),
             _ => first,
         };
         let cycle = drive.media_cycle(lba).0.max(1);
@@ -1201,22 +1219,11 @@ fn write_media_segmented(
     let mut prev: Option<(u32, u32)> = None;
     while k < n {
         let lba = x.lba + k;
-        let target = drive.locate(lba);
+        let (target, len) = track_extent(drive, lba, n - k);
         let track = (target.chs.cylinder, target.chs.head);
-        let mut len = 0;
-        while k + len < n {
-            let chs = drive.locate(lba + len).chs;
-            if (chs.cylinder, chs.head) != track {
-                break;
-            }
-            len += u64::from(drive.geometry().run_on_track(lba + len)).min(n - k - len);
-        }
         let first = times[k as usize].0;
         let landed = match prev {
-            Some((cyl, hd)) => {
-                let at = end + drive.seek_span(cyl, hd, target.chs, Op::Write);
-                at + drive.rotational_wait(at, head.phase_ns, target.angle_ns)
-            }
+            Some(from) => landing(drive, head, from, end, &target, Op::Write),
             None => first,
         };
         let (lbns, ps) = drive.media_step(lba);
@@ -1392,22 +1399,11 @@ fn read_media_segmented(
     let mut prev: Option<(u32, u32)> = None;
     while k < n {
         let lba = x.lba + k;
-        let target = drive.locate(lba);
+        let (target, len) = track_extent(drive, lba, n - k);
         let track = (target.chs.cylinder, target.chs.head);
-        let mut len = 0;
-        while k + len < n {
-            let chs = drive.locate(lba + len).chs;
-            if (chs.cylinder, chs.head) != track {
-                break;
-            }
-            len += u64::from(drive.geometry().run_on_track(lba + len)).min(n - k - len);
-        }
         let first = times[k as usize].0;
         let landed = match prev {
-            Some((cyl, hd)) => {
-                let at = end + drive.seek_span(cyl, hd, target.chs, Op::Read);
-                at + drive.rotational_wait(at, head.phase_ns, target.angle_ns)
-            }
+            Some(from) => landing(drive, head, from, end, &target, Op::Read),
             None => first,
         };
         let (lbns, ps) = drive.media_step(lba);
