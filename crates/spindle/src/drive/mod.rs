@@ -12,6 +12,7 @@ pub mod geometry;
 pub mod layout_spec;
 pub mod library;
 pub mod mech;
+mod sector_loop;
 pub mod seek;
 pub mod spec;
 

@@ -1,0 +1,476 @@
+//! DiskSim's media sector loop (`disk_buffer_sector_done`, `disk_buffer_block_available`)
+//! where the media waits for the interface: a write whose sectors are written only once
+//! buffered, and transfers larger than their buffer segment, crossing the interface in
+//! pieces with disconnects and reconnections at the water marks. The controller
+//! ([`super::controller`]) decides when these apply; this module times them.
+
+use super::mech::{Drive, HeadState, Transfer};
+use crate::{Nanos, Op, Span};
+
+/// The first sector of `left` (≥ 1) from `lba` on, and how many of them lie on its track
+/// (runs split by slips stay together).
+fn track_extent(drive: &Drive, lba: u64, left: u64) -> (super::Target, u64) {
+    let target = drive.locate(lba);
+    let track = (target.chs.cylinder, target.chs.head);
+    let mut len = 0;
+    while len < left {
+        let chs = drive.locate(lba + len).chs;
+        if (chs.cylinder, chs.head) != track {
+            break;
+        }
+        len += u64::from(drive.geometry().run_on_track(lba + len)).min(left - len);
+    }
+    (target, len)
+}
+
+/// When the head, done with track `from` at `end`, is over `target` for `op`: the head
+/// switch or seek, then the rotational wait.
+fn landing(
+    drive: &Drive,
+    head: &HeadState,
+    (cyl, hd): (u32, u32),
+    end: Nanos,
+    target: &super::Target,
+    op: Op,
+) -> Nanos {
+    let at = end + drive.seek_span(cyl, hd, target.chs, op);
+    at + drive.rotational_wait(at, head.phase_ns, target.angle_ns)
+}
+
+/// When a write's media transfer ends if sector k can be written only once it is in the
+/// buffer (`ready(k)`), timed as DiskSim's sector loop (`disk_buffer_sector_done`) does: on
+/// each track the head lands on the first sector wanted there; a sector not yet buffered
+/// when it comes under the head is passed, and with it the ones after it, and the loop
+/// comes back to it after a turn through the track's LBNs ([`Drive::media_cycle`]); the
+/// next track is reached by a head switch or seek and the rotational wait from where the
+/// loop left off. `times` are the sectors' times without waiting for data (when each comes
+/// under the head and has passed, in LBA order).
+pub(super) fn write_media_end(
+    drive: &Drive,
+    head: &HeadState,
+    x: Transfer,
+    times: &[(Nanos, Nanos)],
+    ready: impl Fn(u64) -> Nanos,
+) -> Nanos {
+    let n = times.len() as u64;
+    let (mut k, mut end, mut delayed) = (0u64, Nanos::ZERO, false);
+    let mut prev: Option<(u32, u32)> = None;
+    while k < n {
+        let lba = x.lba + k;
+        let (target, len) = track_extent(drive, lba, n - k);
+        let track = (target.chs.cylinder, target.chs.head);
+        let first = times[k as usize].0;
+        let landed = match prev {
+            Some(from) if delayed => landing(drive, head, from, end, &target, Op::Write),
+            _ => first,
+        };
+        let cycle = drive.media_cycle(lba).0.max(1);
+        let mut turns = 0u64;
+        for j in k..k + len {
+            let due = landed + times[j as usize].0.since(first) + Span(cycle * turns);
+            turns += ready(j).0.saturating_sub(due.0).div_ceil(cycle);
+        }
+        end = landed + times[(k + len - 1) as usize].1.since(first) + Span(cycle * turns);
+        delayed |= turns > 0;
+        prev = Some(track);
+        k += len;
+    }
+    end
+}
+
+/// The interface side of a write larger than its buffer segment.
+pub(super) struct WriteBus {
+    /// When the first sector starts over the interface.
+    pub(super) start: Nanos,
+    /// Interface time per sector.
+    pub(super) sector: Span,
+    /// The segment's size in sectors.
+    pub(super) size: u64,
+    /// Sectors that must be buffered before the first is written (extra write disconnect).
+    pub(super) q: u64,
+    /// The drive holds the bus while the segment is full instead of disconnecting.
+    pub(super) hold: bool,
+    /// The low water mark in sectors: a disconnected write reconnects once no more than
+    /// this many buffered sectors are left to write.
+    pub(super) mark: u64,
+    /// The write disconnect overhead.
+    pub(super) disconnect: Span,
+    /// Reselection plus data preparation.
+    pub(super) reselect: Span,
+}
+
+/// The interface's state during a segmented write.
+#[derive(Clone, Copy)]
+enum BusState {
+    /// Sectors `first..first + count` cross from `t0`, one every `WriteBus::sector`.
+    Moving { t0: Nanos, first: u64, count: u64 },
+    /// The segment was full: disconnected (or holding the bus) from `since`.
+    Stalled { since: Nanos },
+    /// Reselecting; the next piece starts at `at`.
+    Reconnecting { at: Nanos },
+    /// All the data is in.
+    Done,
+}
+
+/// A write larger than its segment, timed as DiskSim moves it
+/// (`disk_buffer_transfer_size`, `disk_request_needs_bus`, `disk_buffer_request_complete`,
+/// `disk_buffer_sector_done`): the interface sends as much as the segment has room for
+/// (`size − (sent − written)`), and when a piece is done it sends the next at once if there
+/// is room; otherwise it disconnects (the write disconnect overhead) and reconnects
+/// (reselection and data preparation) at the first sector event, or at the end of the
+/// disconnect, when at most the low water mark of buffered sectors is left to write — or,
+/// holding the bus, goes on at the first sector event with room. The media side is
+/// [`write_media_end`]'s sector loop, a sector written only once it is buffered. Returns
+/// when the last sector has crossed the interface and when the media write ends.
+pub(super) fn write_media_segmented(
+    drive: &Drive,
+    head: &HeadState,
+    x: Transfer,
+    times: &[(Nanos, Nanos)],
+    bus: &WriteBus,
+) -> (Nanos, Nanos) {
+    let n = times.len() as u64;
+    struct Sim<'a> {
+        bus: &'a WriteBus,
+        n: u64,
+        state: BusState,
+        /// Sectors fully across the interface at the end of the last piece.
+        out: u64,
+        /// Sectors written.
+        written: u64,
+        data_in: Nanos,
+    }
+    impl Sim<'_> {
+        fn piece(&mut self, t0: Nanos) {
+            let room = self.bus.size.saturating_sub(self.out - self.written);
+            let count = (self.n - self.out).min(room);
+            self.state = if count > 0 {
+                BusState::Moving {
+                    t0,
+                    first: self.out,
+                    count,
+                }
+            } else if self.bus.hold {
+                BusState::Stalled { since: t0 }
+            } else {
+                BusState::Stalled {
+                    since: t0 + self.bus.disconnect,
+                }
+            };
+        }
+        fn may_reconnect(&self) -> bool {
+            let buffered = self.out - self.written;
+            buffered < self.bus.size && (self.bus.hold || buffered <= self.bus.mark)
+        }
+        fn reconnect(&mut self, t: Nanos) {
+            if self.bus.hold {
+                self.piece(t);
+            } else {
+                self.state = BusState::Reconnecting {
+                    at: t + self.bus.reselect,
+                };
+            }
+        }
+        /// Interface events up to `t`; `sector_event`: `t` is a sector event after the
+        /// media progress at `t` is counted.
+        fn advance(&mut self, t: Nanos, sector_event: bool) {
+            loop {
+                match self.state {
+                    BusState::Moving { t0, first, count } => {
+                        let end = t0 + self.bus.sector * count;
+                        if end > t {
+                            return;
+                        }
+                        self.out = first + count;
+                        if self.out >= self.n {
+                            self.data_in = end;
+                            self.state = BusState::Done;
+                        } else {
+                            self.piece(end);
+                        }
+                    }
+                    BusState::Stalled { since } => {
+                        if since > t || !self.may_reconnect() {
+                            return;
+                        }
+                        if sector_event {
+                            self.reconnect(t);
+                        } else if !self.bus.hold {
+                            // At the end of the disconnect (`disk_disconnect` checks the bus).
+                            self.reconnect(since);
+                        } else {
+                            return;
+                        }
+                    }
+                    BusState::Reconnecting { at } => {
+                        if at > t {
+                            return;
+                        }
+                        self.piece(at);
+                    }
+                    BusState::Done => return,
+                }
+            }
+        }
+        /// Sectors in the buffer at `t`.
+        fn buffered(&self, t: Nanos) -> u64 {
+            match self.state {
+                BusState::Moving { t0, first, count } if t >= t0 => {
+                    let k = match self.bus.sector.0 {
+                        0 => count,
+                        s => (t.since(t0).0 / s).min(count),
+                    };
+                    first + k
+                }
+                _ => self.out,
+            }
+        }
+        fn available(&self, j: u64, t: Nanos) -> bool {
+            let b = self.buffered(t);
+            j < b && b >= self.bus.q
+        }
+    }
+    let mut sim = Sim {
+        bus,
+        n,
+        state: BusState::Moving {
+            t0: bus.start,
+            first: 0,
+            count: n.min(bus.size),
+        },
+        out: 0,
+        written: 0,
+        data_in: bus.start,
+    };
+    let (mut k, mut end) = (0u64, Nanos::ZERO);
+    let mut prev: Option<(u32, u32)> = None;
+    while k < n {
+        let lba = x.lba + k;
+        let (target, len) = track_extent(drive, lba, n - k);
+        let track = (target.chs.cylinder, target.chs.head);
+        let first = times[k as usize].0;
+        let landed = match prev {
+            Some(from) => landing(drive, head, from, end, &target, Op::Write),
+            None => first,
+        };
+        let (lbns, ps) = drive.media_step(lba);
+        let step = |i: u64| Span(i * ps / 1000);
+        // The sector event on landing.
+        sim.advance(landed, false);
+        sim.advance(landed, true);
+        let mut shift = Span::ZERO;
+        for j in k..k + len {
+            let mut due = landed + times[j as usize].0.since(first) + shift;
+            // (The interface always delivers: a sector is missing only with the segment
+            // empty, when the drive may reconnect; the bound is a guard.)
+            let mut turns = 0;
+            while !sim.available(j, due) && turns < 1_000 {
+                turns += 1;
+                // Passed: the loop goes round the track's LBNs, a sector event each.
+                for i in 1..=lbns {
+                    sim.advance(due + step(i), false);
+                    sim.advance(due + step(i), true);
+                }
+                shift += step(lbns);
+                due += step(lbns);
+            }
+            let done = due + times[j as usize].1.since(times[j as usize].0);
+            sim.advance(done, false);
+            sim.written = j + 1;
+            sim.advance(done, true);
+            end = done;
+        }
+        prev = Some(track);
+        k += len;
+    }
+    (sim.data_in, end)
+}
+
+/// The interface side of a read larger than its buffer segment.
+pub(super) struct ReadBus {
+    /// When the drive first reconnects to send data.
+    pub(super) start: Nanos,
+    /// Interface time per sector.
+    pub(super) sector: Span,
+    /// The segment's size in sectors.
+    pub(super) size: u64,
+    /// The drive holds the bus when it has sent all that is buffered.
+    pub(super) hold: bool,
+    /// The high water mark in sectors.
+    pub(super) mark: u64,
+    /// The read disconnect overhead.
+    pub(super) disconnect: Span,
+    /// Reselection plus data preparation.
+    pub(super) reselect: Span,
+}
+
+/// A read larger than its segment, timed as DiskSim moves it (`disk_buffer_sector_done`,
+/// `disk_buffer_block_available`, `disk_buffer_transfer_size`, `disk_request_needs_bus`):
+/// the media reads sector k only while fewer than a segment of sectors are buffered and
+/// not yet sent (`k − sent < size`), else the sector loop passes it and comes back after a
+/// turn through the track's LBNs; the interface sends what is buffered, piece by piece,
+/// and when it has caught up holds the bus or disconnects (the read disconnect overhead)
+/// and reconnects (reselection and data preparation) at a sector event, or at the end of
+/// the disconnect, once the high water mark of sectors, or the rest, is buffered. Returns
+/// when the last sector has crossed the interface and when the media read ends.
+pub(super) fn read_media_segmented(
+    drive: &Drive,
+    head: &HeadState,
+    x: Transfer,
+    times: &[(Nanos, Nanos)],
+    bus: &ReadBus,
+) -> (Nanos, Nanos) {
+    let n = times.len() as u64;
+    struct Sim<'a> {
+        bus: &'a ReadBus,
+        n: u64,
+        state: BusState,
+        /// Sectors sent at the end of the last piece.
+        out: u64,
+        /// Sectors read from the media.
+        buffered: u64,
+        done: Nanos,
+    }
+    impl Sim<'_> {
+        fn piece(&mut self, t0: Nanos) {
+            self.state = if self.buffered > self.out {
+                BusState::Moving {
+                    t0,
+                    first: self.out,
+                    count: self.buffered.min(self.n) - self.out,
+                }
+            } else if self.bus.hold {
+                BusState::Stalled { since: t0 }
+            } else {
+                BusState::Stalled {
+                    since: t0 + self.bus.disconnect,
+                }
+            };
+        }
+        fn may_reconnect(&self) -> bool {
+            let ready = self.buffered.saturating_sub(self.out);
+            ready > 0 && (self.bus.hold || ready >= self.bus.mark || self.buffered >= self.n)
+        }
+        fn advance(&mut self, t: Nanos, sector_event: bool) {
+            loop {
+                match self.state {
+                    BusState::Moving { t0, first, count } => {
+                        let end = t0 + self.bus.sector * count;
+                        if end > t {
+                            return;
+                        }
+                        self.out = first + count;
+                        if self.out >= self.n {
+                            self.done = end;
+                            self.state = BusState::Done;
+                        } else {
+                            self.piece(end);
+                        }
+                    }
+                    BusState::Stalled { since } => {
+                        if since > t || !self.may_reconnect() {
+                            return;
+                        }
+                        let at = if sector_event {
+                            t
+                        } else if !self.bus.hold {
+                            since
+                        } else {
+                            return;
+                        };
+                        if self.bus.hold {
+                            self.piece(at);
+                        } else {
+                            self.state = BusState::Reconnecting {
+                                at: at + self.bus.reselect,
+                            };
+                        }
+                    }
+                    BusState::Reconnecting { at } => {
+                        if at > t {
+                            return;
+                        }
+                        if self.buffered > self.out {
+                            self.piece(at);
+                        } else {
+                            return;
+                        }
+                    }
+                    BusState::Done => return,
+                }
+            }
+        }
+        /// Sectors sent by `t`.
+        fn sent(&self, t: Nanos) -> u64 {
+            match self.state {
+                BusState::Moving { t0, first, count } if t >= t0 => {
+                    let k = match self.bus.sector.0 {
+                        0 => count,
+                        s => (t.since(t0).0 / s).min(count),
+                    };
+                    first + k
+                }
+                _ => self.out,
+            }
+        }
+    }
+    let mut sim = Sim {
+        bus,
+        n,
+        state: BusState::Reconnecting { at: bus.start },
+        out: 0,
+        buffered: 0,
+        done: bus.start,
+    };
+    let (mut k, mut end) = (0u64, Nanos::ZERO);
+    let mut prev: Option<(u32, u32)> = None;
+    while k < n {
+        let lba = x.lba + k;
+        let (target, len) = track_extent(drive, lba, n - k);
+        let track = (target.chs.cylinder, target.chs.head);
+        let first = times[k as usize].0;
+        let landed = match prev {
+            Some(from) => landing(drive, head, from, end, &target, Op::Read),
+            None => first,
+        };
+        let (lbns, ps) = drive.media_step(lba);
+        let step = |i: u64| Span(i * ps / 1000);
+        sim.advance(landed, false);
+        sim.advance(landed, true);
+        let mut shift = Span::ZERO;
+        for j in k..k + len {
+            let mut due = landed + times[j as usize].0.since(first) + shift;
+            // (The host always takes what is buffered; the bound is a guard.)
+            let mut turns = 0;
+            while j - sim.sent(due).min(j) >= bus.size && turns < 1_000 {
+                turns += 1;
+                for i in 1..=lbns {
+                    sim.advance(due + step(i), false);
+                    sim.advance(due + step(i), true);
+                }
+                shift += step(lbns);
+                due += step(lbns);
+            }
+            let done = due + times[j as usize].1.since(times[j as usize].0);
+            sim.advance(done, false);
+            sim.buffered = j + 1;
+            sim.advance(done, true);
+            end = done;
+        }
+        prev = Some(track);
+        k += len;
+    }
+    // The media is done: the interface sends the rest.
+    let mut guard = 0;
+    while !matches!(sim.state, BusState::Done) && guard < 64 {
+        guard += 1;
+        let t = match sim.state {
+            BusState::Moving { t0, count, .. } => t0 + bus.sector * count,
+            BusState::Stalled { since } => since.max(end),
+            BusState::Reconnecting { at } => at,
+            BusState::Done => break,
+        };
+        sim.advance(t, true);
+    }
+    (sim.done, end)
+}
