@@ -383,7 +383,7 @@ impl Satf {
             (before, a)
         };
         let (read, write) = (prep(Op::Read), prep(Op::Write));
-        // A copy's positioning time, and its seek and the platter angle the seek starts at.
+        // A copy's positioning time, its seek and its op.
         let time = |c: &SatfCopy| -> (crate::Span, crate::Span, Op) {
             let (op, (before, a0)) = if c.write {
                 (Op::Write, write)
