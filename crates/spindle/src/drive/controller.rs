@@ -1323,6 +1323,15 @@ mod tests {
         assert_eq!(early.access.end, early_plain.access.end);
     }
 
+    /// The extra write disconnect of the two tests below.
+    const EXTRA_DISCONNECT: ExtraWriteDisconnect = ExtraWriteDisconnect {
+        command_ms: 0.05,
+        disconnect_ms: 0.01,
+        inter_disconnect_delay_ms: 0.02,
+        second_disconnect_ms: 0.0,
+        seek_delta_ms: 0.03,
+    };
+
     #[test]
     fn the_extra_write_disconnect_is_suffered_by_a_write_after_a_non_sequential_write() {
         let mut c = cache();
@@ -1330,13 +1339,7 @@ mod tests {
         // One segment: every write gets the segment the previous one used (DiskSim flags
         // the extra disconnect only then).
         c.segments = 1;
-        c.extra_write_disconnect = Some(ExtraWriteDisconnect {
-            command_ms: 0.05,
-            disconnect_ms: 0.01,
-            inter_disconnect_delay_ms: 0.02,
-            second_disconnect_ms: 0.0,
-            seek_delta_ms: 0.03,
-        });
+        c.extra_write_disconnect = Some(EXTRA_DISCONNECT);
         let d = drive(Some(c));
         let mut ctl = Controller::new(&d, HEAD);
         // No completion costs are set, so the overhead is the command overhead alone.
@@ -1355,13 +1358,7 @@ mod tests {
         let mut c = cache();
         c.fast_write_level = 0;
         c.segments = 2;
-        c.extra_write_disconnect = Some(ExtraWriteDisconnect {
-            command_ms: 0.05,
-            disconnect_ms: 0.01,
-            inter_disconnect_delay_ms: 0.02,
-            second_disconnect_ms: 0.0,
-            seek_delta_ms: 0.03,
-        });
+        c.extra_write_disconnect = Some(EXTRA_DISCONNECT);
         let d = drive(Some(c));
         let mut ctl = Controller::new(&d, HEAD);
         let first = serve(&mut ctl, &d, Nanos(0), Op::Write, 150_000, 8);

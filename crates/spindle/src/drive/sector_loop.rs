@@ -37,6 +37,71 @@ fn landing(
     at + drive.rotational_wait(at, head.phase_ns, target.angle_ns)
 }
 
+/// The interface side of a segmented transfer, as the media's sector loop drives it.
+trait SegmentSim {
+    /// Time reaches `t`; `sector_event` after the media's own step at `t`.
+    fn event(&mut self, t: Nanos, sector_event: bool);
+    /// Whether sector `j` can be transferred to or from the media at `due`.
+    fn may_pass(&self, j: u64, due: Nanos) -> bool;
+    /// Sector `j` is written (or read into the buffer).
+    fn passed(&mut self, j: u64);
+}
+
+/// DiskSim's sector loop for a segmented transfer (`disk_buffer_sector_done`): track by
+/// track, a sector event at landing and at each sector; a sector that cannot pass when it
+/// comes under the head is passed, and the loop comes back to it after a turn through the
+/// track's LBNs, a sector event each. Returns when the media is done.
+fn segment_walk(
+    drive: &Drive,
+    head: &HeadState,
+    x: Transfer,
+    times: &[(Nanos, Nanos)],
+    op: Op,
+    sim: &mut impl SegmentSim,
+) -> Nanos {
+    let n = times.len() as u64;
+    let (mut k, mut end) = (0u64, Nanos::ZERO);
+    let mut prev: Option<(u32, u32)> = None;
+    while k < n {
+        let lba = x.lba + k;
+        let (target, len) = track_extent(drive, lba, n - k);
+        let track = (target.chs.cylinder, target.chs.head);
+        let first = times[k as usize].0;
+        let landed = match prev {
+            Some(from) => landing(drive, head, from, end, &target, op),
+            None => first,
+        };
+        let (lbns, ps) = drive.media_step(lba);
+        let step = |i: u64| Span(i * ps / 1000);
+        sim.event(landed, false);
+        sim.event(landed, true);
+        let mut shift = Span::ZERO;
+        for j in k..k + len {
+            let mut due = landed + times[j as usize].0.since(first) + shift;
+            // (A sector waits only for what the interface will deliver or take; the bound
+            // is a guard.)
+            let mut turns = 0;
+            while !sim.may_pass(j, due) && turns < 1_000 {
+                turns += 1;
+                for i in 1..=lbns {
+                    sim.event(due + step(i), false);
+                    sim.event(due + step(i), true);
+                }
+                shift += step(lbns);
+                due += step(lbns);
+            }
+            let done = due + times[j as usize].1.since(times[j as usize].0);
+            sim.event(done, false);
+            sim.passed(j);
+            sim.event(done, true);
+            end = done;
+        }
+        prev = Some(track);
+        k += len;
+    }
+    end
+}
+
 /// When a write's media transfer ends if sector k can be written only once it is in the
 /// buffer (`ready(k)`), timed as DiskSim's sector loop (`disk_buffer_sector_done`) does: on
 /// each track the head lands on the first sector wanted there; a sector not yet buffered
@@ -230,6 +295,17 @@ pub(super) fn write_media_segmented(
             j < b && b >= self.bus.q
         }
     }
+    impl SegmentSim for Sim<'_> {
+        fn event(&mut self, t: Nanos, sector_event: bool) {
+            self.advance(t, sector_event);
+        }
+        fn may_pass(&self, j: u64, due: Nanos) -> bool {
+            self.available(j, due)
+        }
+        fn passed(&mut self, j: u64) {
+            self.written = j + 1;
+        }
+    }
     let mut sim = Sim {
         bus,
         n,
@@ -242,47 +318,7 @@ pub(super) fn write_media_segmented(
         written: 0,
         data_in: bus.start,
     };
-    let (mut k, mut end) = (0u64, Nanos::ZERO);
-    let mut prev: Option<(u32, u32)> = None;
-    while k < n {
-        let lba = x.lba + k;
-        let (target, len) = track_extent(drive, lba, n - k);
-        let track = (target.chs.cylinder, target.chs.head);
-        let first = times[k as usize].0;
-        let landed = match prev {
-            Some(from) => landing(drive, head, from, end, &target, Op::Write),
-            None => first,
-        };
-        let (lbns, ps) = drive.media_step(lba);
-        let step = |i: u64| Span(i * ps / 1000);
-        // The sector event on landing.
-        sim.advance(landed, false);
-        sim.advance(landed, true);
-        let mut shift = Span::ZERO;
-        for j in k..k + len {
-            let mut due = landed + times[j as usize].0.since(first) + shift;
-            // (The interface always delivers: a sector is missing only with the segment
-            // empty, when the drive may reconnect; the bound is a guard.)
-            let mut turns = 0;
-            while !sim.available(j, due) && turns < 1_000 {
-                turns += 1;
-                // Passed: the loop goes round the track's LBNs, a sector event each.
-                for i in 1..=lbns {
-                    sim.advance(due + step(i), false);
-                    sim.advance(due + step(i), true);
-                }
-                shift += step(lbns);
-                due += step(lbns);
-            }
-            let done = due + times[j as usize].1.since(times[j as usize].0);
-            sim.advance(done, false);
-            sim.written = j + 1;
-            sim.advance(done, true);
-            end = done;
-        }
-        prev = Some(track);
-        k += len;
-    }
+    let end = segment_walk(drive, head, x, times, Op::Write, &mut sim);
     (sim.data_in, end)
 }
 
@@ -414,6 +450,18 @@ pub(super) fn read_media_segmented(
             }
         }
     }
+    impl SegmentSim for Sim<'_> {
+        fn event(&mut self, t: Nanos, sector_event: bool) {
+            self.advance(t, sector_event);
+        }
+        fn may_pass(&self, j: u64, due: Nanos) -> bool {
+            // (The host always takes what is buffered.)
+            j - self.sent(due).min(j) < self.bus.size
+        }
+        fn passed(&mut self, j: u64) {
+            self.buffered = j + 1;
+        }
+    }
     let mut sim = Sim {
         bus,
         n,
@@ -422,44 +470,7 @@ pub(super) fn read_media_segmented(
         buffered: 0,
         done: bus.start,
     };
-    let (mut k, mut end) = (0u64, Nanos::ZERO);
-    let mut prev: Option<(u32, u32)> = None;
-    while k < n {
-        let lba = x.lba + k;
-        let (target, len) = track_extent(drive, lba, n - k);
-        let track = (target.chs.cylinder, target.chs.head);
-        let first = times[k as usize].0;
-        let landed = match prev {
-            Some(from) => landing(drive, head, from, end, &target, Op::Read),
-            None => first,
-        };
-        let (lbns, ps) = drive.media_step(lba);
-        let step = |i: u64| Span(i * ps / 1000);
-        sim.advance(landed, false);
-        sim.advance(landed, true);
-        let mut shift = Span::ZERO;
-        for j in k..k + len {
-            let mut due = landed + times[j as usize].0.since(first) + shift;
-            // (The host always takes what is buffered; the bound is a guard.)
-            let mut turns = 0;
-            while j - sim.sent(due).min(j) >= bus.size && turns < 1_000 {
-                turns += 1;
-                for i in 1..=lbns {
-                    sim.advance(due + step(i), false);
-                    sim.advance(due + step(i), true);
-                }
-                shift += step(lbns);
-                due += step(lbns);
-            }
-            let done = due + times[j as usize].1.since(times[j as usize].0);
-            sim.advance(done, false);
-            sim.buffered = j + 1;
-            sim.advance(done, true);
-            end = done;
-        }
-        prev = Some(track);
-        k += len;
-    }
+    let end = segment_walk(drive, head, x, times, Op::Read, &mut sim);
     // The media is done: the interface sends the rest.
     let mut guard = 0;
     while !matches!(sim.state, BusState::Done) && guard < 64 {

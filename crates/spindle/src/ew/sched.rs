@@ -316,7 +316,7 @@ impl EwQueue {
                 extent: None,
             }),
             Work::Eager { blocks } => {
-                eager_extent(free, drive, now, head, blocks, Sweep::Any).map(|(e, t)| Cand {
+                eager_extent(free, drive, now, head, blocks, Sweep::Any, None).map(|(e, t)| Cand {
                     index: i,
                     time: t,
                     extent: Some(e),
@@ -389,7 +389,9 @@ impl EwQueue {
         }
     }
 
-    /// The oldest eager write placed at the closest free extent within `sweep`.
+    /// The oldest eager write placed at the closest free extent within `sweep`; with a
+    /// `limit`, only if it is reached before it (else `None`: exactly what comparing the
+    /// unlimited search's time with `limit` decides).
     fn closest_eager(
         &self,
         now: Nanos,
@@ -397,28 +399,10 @@ impl EwQueue {
         drive: &Drive,
         free: &FreeSpace,
         sweep: Sweep,
+        limit: Option<Span>,
     ) -> Option<Cand> {
         let (i, blocks) = self.oldest_eager()?;
-        eager_extent(free, drive, now, head, blocks, sweep).map(|(e, t)| Cand {
-            index: i,
-            time: t,
-            extent: Some(e),
-        })
-    }
-
-    /// [`EwQueue::closest_eager`] if it is reached before `limit`, else `None`: exactly
-    /// what comparing the unlimited search's time with `limit` decides.
-    fn closest_eager_before(
-        &self,
-        now: Nanos,
-        head: &HeadState,
-        drive: &Drive,
-        free: &FreeSpace,
-        sweep: Sweep,
-        limit: Span,
-    ) -> Option<Cand> {
-        let (i, blocks) = self.oldest_eager()?;
-        eager_extent_before(free, drive, now, head, blocks, sweep, limit).map(|(e, t)| Cand {
+        eager_extent(free, drive, now, head, blocks, sweep, limit).map(|(e, t)| Cand {
             index: i,
             time: t,
             extent: Some(e),
@@ -438,11 +422,11 @@ impl EwQueue {
     ) -> Option<Cand> {
         match self.policy {
             EwPolicy::WriteFirst => self
-                .closest_eager(now, head, drive, free, Sweep::Any)
+                .closest_eager(now, head, drive, free, Sweep::Any, None)
                 .or_else(|| self.closest_positioned(now, head, drive, None)),
             EwPolicy::ReadFirst => self
                 .closest_positioned(now, head, drive, None)
-                .or_else(|| self.closest_eager(now, head, drive, free, Sweep::Any)),
+                .or_else(|| self.closest_eager(now, head, drive, free, Sweep::Any, None)),
             EwPolicy::SatfEw => {
                 for _ in 0..2 {
                     let dir = self.dir;
@@ -451,9 +435,9 @@ impl EwQueue {
                     // further away need not be searched.
                     let write = match read {
                         Some(r) => {
-                            self.closest_eager_before(now, head, drive, free, dir.sweep(), r.time)
+                            self.closest_eager(now, head, drive, free, dir.sweep(), Some(r.time))
                         }
-                        None => self.closest_eager(now, head, drive, free, dir.sweep()),
+                        None => self.closest_eager(now, head, drive, free, dir.sweep(), None),
                     };
                     let best = match (read, write) {
                         (Some(r), Some(w)) => Some(if w.time < r.time { w } else { r }),
@@ -486,7 +470,7 @@ impl EwQueue {
     /// Whatever can be served (a last resort when nothing lies in either direction).
     fn any(&self, now: Nanos, head: &HeadState, drive: &Drive, free: &FreeSpace) -> Option<Cand> {
         self.closest_positioned(now, head, drive, None)
-            .or_else(|| self.closest_eager(now, head, drive, free, Sweep::Any))
+            .or_else(|| self.closest_eager(now, head, drive, free, Sweep::Any, None))
     }
 
     /// FreeBW: the next positioned request by SCAN (`scan`) or SATF, with an eager write
@@ -502,7 +486,8 @@ impl EwQueue {
         if !self.has_positioned() {
             // Only eager writes: sweep on with them.
             for _ in 0..2 {
-                if let Some(w) = self.closest_eager(now, head, drive, free, self.dir.sweep()) {
+                if let Some(w) = self.closest_eager(now, head, drive, free, self.dir.sweep(), None)
+                {
                     return Some(w);
                 }
                 self.turn();
@@ -559,8 +544,12 @@ impl EwQueue {
     }
 }
 
-/// The closest free extent for `blocks` blocks within `sweep`, falling back to the longest
-/// shorter extent that exists (a nearly full disk may have no long free run left).
+/// The free extent for an eager write of `blocks`: the closest of that many blocks within
+/// `sweep`, else of half as many, and so on down to one block. With a `limit`, the answer
+/// only if it is reached before `limit`, else `None`: the same lengths are tried in the same
+/// order, and a length with an extent anywhere within `sweep` ends the search (the unlimited
+/// one would answer with it), found before `limit` or not.
+#[allow(clippy::too_many_arguments)]
 fn eager_extent(
     free: &FreeSpace,
     drive: &Drive,
@@ -568,35 +557,15 @@ fn eager_extent(
     head: &HeadState,
     blocks: u32,
     sweep: Sweep,
+    limit: Option<Span>,
 ) -> Option<((BlockId, u32), Span)> {
     let mut len = blocks;
     while len >= 1 {
-        if let Some((b, t)) = free.closest(drive, now, head, len, sweep) {
+        let within = limit.unwrap_or(Span(u64::MAX));
+        if let Some((b, t)) = free.closest_within(drive, now, head, len, sweep, within) {
             return Some(((b, len), t));
         }
-        len /= 2;
-    }
-    None
-}
-
-/// [`eager_extent`] if its answer is reached before `limit`, else `None`. The same
-/// lengths are tried in the same order: a length with an extent anywhere within `sweep` ends
-/// the search (the unlimited one would answer with it), found before `limit` or not.
-fn eager_extent_before(
-    free: &FreeSpace,
-    drive: &Drive,
-    now: Nanos,
-    head: &HeadState,
-    blocks: u32,
-    sweep: Sweep,
-    limit: Span,
-) -> Option<((BlockId, u32), Span)> {
-    let mut len = blocks;
-    while len >= 1 {
-        if let Some((b, t)) = free.closest_within(drive, now, head, len, sweep, limit) {
-            return Some(((b, len), t));
-        }
-        if free.any_extent(drive, now, head, len, sweep) {
+        if limit.is_some() && free.any_extent(drive, now, head, len, sweep) {
             return None;
         }
         len /= 2;
