@@ -4,8 +4,8 @@
 //! (for the logical data set of concatenated devices) and counts the requests; the second
 //! pass feeds the simulator. Gzip and bzip2 files are read transparently.
 
-use spindle::array::HostRequest;
 use spindle::config::{TraceFit, TraceSpec};
+use spindle::engine::HostRequest;
 use spindle::sim::Arrivals;
 use spindle::workload::trace::{
     self, DeviceSet, SpeedUp, TraceError, TraceFormat, TraceIterExt, TraceRecord,

@@ -6,13 +6,13 @@
 //! never read through the wrong layout. A `running` marker exists while an emulator uses
 //! the directory: found at open, it says the last run did not stop cleanly. `nvram.img` is
 //! the controller's NVRAM (its table of pending writes, the EW map updates): what a crash
-//! must not lose, written before the host is answered (see `spindle::array::data`), mapped
+//! must not lose, written before the host is answered (see `spindle::engine::data`), mapped
 //! into memory while serving (`nvram.rs`).
 
 use crate::nvram::NvramImage;
 use serde::{Deserialize, Serialize};
-use spindle::array::{CopyRuns, NvramWrite};
 use spindle::drive::Run;
+use spindle::engine::{CopyRuns, NvramWrite};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};

@@ -21,7 +21,7 @@
 use crate::backing::{BackingStore, StoreError};
 use crate::io::{Answer, IoThread, Job};
 use crate::record::{Entry, Recorded, Recorder};
-use spindle::array::{Action, Bytes, Engine, Event, HostRequest};
+use spindle::engine::{Action, Bytes, Engine, Event, HostRequest};
 use spindle::{Nanos, Op};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -293,7 +293,7 @@ impl Emulator {
     }
 }
 
-/// The data contract's crash recovery (`spindle::array::data`), on every start but the
+/// The data contract's crash recovery (`spindle::engine::data`), on every start but the
 /// first (an empty image: a new directory): the controller rebuilds its state from the
 /// NVRAM image and the disks — the EW-Array its map, from the map log — and its repair
 /// copies are performed. Then whatever the controller writes before its first event (a new
@@ -647,7 +647,7 @@ impl Driver {
     }
 
     /// Hands the core's NVRAM writes, then its data moves, to the I/O thread before acting
-    /// on each of its actions, until it has none (the order `spindle::array::data` asks for).
+    /// on each of its actions, until it has none (the order `spindle::engine::data` asks for).
     fn drain(&mut self) {
         loop {
             let mut effects = false;

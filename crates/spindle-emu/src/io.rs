@@ -23,7 +23,7 @@ use crate::backing::{BackingStore, StoreError};
 use crate::driver::{EmuError, Reply, Stats};
 use crate::nvram::NvramImage;
 use hdrhistogram::Histogram;
-use spindle::array::{Bytes, DataMove, NvramWrite};
+use spindle::engine::{Bytes, DataMove, NvramWrite};
 use spindle::{Nanos, Op};
 use std::collections::HashMap;
 use std::fs::File;

@@ -5,11 +5,11 @@
 //! FUA, a clean stop) makes it durable.
 //!
 //! The file grows, in 64 KiB steps, when a write reaches past it; the zeros that pad it are
-//! what every controller's image format reads as an empty slot (`spindle::array::data`).
+//! what every controller's image format reads as an empty slot (`spindle::engine::data`).
 //! An image nothing was ever written to stays empty: the mark of a new data directory.
 
 use memmap2::MmapMut;
-use spindle::array::NvramWrite;
+use spindle::engine::NvramWrite;
 use std::fs::File;
 use std::path::PathBuf;
 

@@ -30,15 +30,17 @@
 //!   propagations; reads are served only by copies holding the last acknowledged data; a
 //!   write that partly overlaps a pending one waits until that one is propagated.
 
-pub mod data;
 mod nvram;
 
-pub use data::{Bytes, CopyRuns, DataMove, DiskReader, NvramWrite, RecoverError};
 use nvram::{Header as NvramHeader, NvramTable, Record as NvramRecord};
 
 use crate::drive::{Access, Controller, Drive, HeadState, Run, Target, Transfer};
+use crate::engine::{
+    Action, Backlog, Breakdown, Bytes, Completion, CopyRuns, DataMove, DiskCounters, DiskReader,
+    Engine, Event, HostRequest, NvramWrite, RecoverError,
+};
 use crate::layout::{Layout, LayoutConfig, LayoutError, Piece, Placement, Shape};
-use crate::sched::{DiskRequest, Policy, Replicas, SchedStats, Scheduler, MAX_REPLICAS};
+use crate::sched::{DiskRequest, Policy, Replicas, Scheduler, MAX_REPLICAS};
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -46,62 +48,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-/// A host (client) request in logical sectors of the drive's sector size.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct HostRequest {
-    /// Issue order, unique per run.
-    pub id: u64,
-    pub op: Op,
-    pub lba: u64,
-    pub sectors: u32,
-    pub arrival: Nanos,
-}
-
-/// Where a host request's response time went, summed along its critical path.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct Breakdown {
-    pub queue: Span,
-    pub overhead: Span,
-    pub seek: Span,
-    pub rotation: Span,
-    pub transfer: Span,
-    pub switches: Span,
-}
-
-/// An answered host request.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Completion {
-    pub id: u64,
-    pub op: Op,
-    pub sectors: u32,
-    pub arrival: Nanos,
-    pub done: Nanos,
-    pub breakdown: Breakdown,
-}
-
-impl Completion {
-    pub fn latency(&self) -> Span {
-        self.done.since(self.arrival)
-    }
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Event {
-    Host(HostRequest),
-    DiskDone { disk: usize },
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Action {
-    /// Disk `disk` started an operation that ends at `until`.
-    DiskBusy {
-        disk: usize,
-        until: Nanos,
-    },
-    Complete(Completion),
-}
-
-/// When a replicated write is answered (dissertation 3.4.2).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WritePolicy {
@@ -261,152 +207,6 @@ struct Entry {
 }
 
 type Key = (u32, u64, u32);
-
-/// Per-disk counters, readable at any time.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct DiskCounters {
-    pub ops: u64,
-    /// Delayed writes (replica propagations) served.
-    pub propagations: u64,
-    /// Busy time spent appending the logical-to-physical map log and its checkpoints
-    /// (eager-writing arrays; part of the busy time).
-    pub map_logging: Span,
-    pub sched: SchedStats,
-}
-
-/// Deferred work a controller owes at an instant: disk operations no host request waits
-/// for (delayed replica writes, eager propagations, DDM home moves, map log appends, and
-/// later destage and cleaning), queued or running, and the NVRAM entries kept for them.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Backlog {
-    /// Deferred disk operations pending (queued or in flight).
-    pub ops: u64,
-    /// Bytes those operations will write (or read).
-    pub bytes: u64,
-    /// Entries of the NVRAM table recording work still to do (pieces with copies to
-    /// propagate; eager writing: blocks waiting for propagation or a move home).
-    pub nvram_entries: u64,
-}
-
-/// What a driver needs of an array controller: the SR-Mirror family's [`Array`] and the
-/// eager-writing [`crate::ew::EwArray`] both are deterministic sans-I/O state machines fed
-/// with [`Engine::handle`] and drained with [`Engine::poll_action`] (see [`Array`]).
-pub trait Engine: Send {
-    fn handle(&mut self, now: Nanos, ev: Event);
-    #[must_use]
-    fn poll_action(&mut self) -> Option<Action>;
-    /// Host requests accepted and not yet answered.
-    fn outstanding(&self) -> usize;
-    /// Logical capacity in sectors.
-    fn capacity_sectors(&self) -> u64;
-    fn disk_count(&self) -> usize;
-    fn sector_bytes(&self) -> u32;
-    /// The smallest unit and alignment, in bytes, of the host requests this controller
-    /// accepts with data moves on (every request's offset and length a multiple of it): a
-    /// sector, or a larger block for a controller that places whole blocks (the EW-Array's
-    /// 4 KiB).
-    fn io_align_bytes(&self) -> u32 {
-        self.sector_bytes()
-    }
-    /// Cumulative busy time of `disk` up to instant `t` (t ≥ the last event handled).
-    fn busy_until(&self, disk: usize, t: Nanos) -> Span;
-    fn counters(&self, disk: usize) -> DiskCounters;
-    /// The deferred work pending now (after the last event handled).
-    fn backlog(&self) -> Backlog {
-        Backlog::default()
-    }
-    /// Time to rebuild the controller's volatile state after a crash now (eager-writing
-    /// arrays: reading the map log), if it has any.
-    fn recovery_time(&self) -> Option<Span> {
-        None
-    }
-    /// Drivers that move real bytes turn this on before the first event: from then on
-    /// every disk operation started is also described by a [`DataMove`] for
-    /// [`Engine::poll_data`]. Returns `false` if this engine cannot describe its bytes.
-    fn enable_data_moves(&mut self) -> bool {
-        false
-    }
-    /// The next data move, in the order the operations started (drain it before acting on
-    /// later completions).
-    #[must_use]
-    fn poll_data(&mut self) -> Option<DataMove> {
-        None
-    }
-    /// The next change to the NVRAM image, in order (see [`data`]: apply it before acting
-    /// on later actions).
-    #[must_use]
-    fn poll_nvram(&mut self) -> Option<NvramWrite> {
-        None
-    }
-    /// On a freshly built controller with data moves on, before its first event: rebuilds
-    /// what a crash lost from the NVRAM image `nvram` and the disks, and returns the repair
-    /// moves to perform before serving (see [`data`]).
-    fn recover(
-        &mut self,
-        nvram: &[u8],
-        read: &mut DiskReader<'_>,
-    ) -> Result<Vec<DataMove>, RecoverError> {
-        let _ = read;
-        if nvram.iter().any(|&b| b != 0) {
-            return Err(RecoverError(
-                "this controller keeps no NVRAM, but the image is not empty".into(),
-            ));
-        }
-        Ok(Vec::new())
-    }
-}
-
-impl<E: Engine + ?Sized> Engine for Box<E> {
-    fn handle(&mut self, now: Nanos, ev: Event) {
-        (**self).handle(now, ev)
-    }
-    fn poll_action(&mut self) -> Option<Action> {
-        (**self).poll_action()
-    }
-    fn outstanding(&self) -> usize {
-        (**self).outstanding()
-    }
-    fn capacity_sectors(&self) -> u64 {
-        (**self).capacity_sectors()
-    }
-    fn disk_count(&self) -> usize {
-        (**self).disk_count()
-    }
-    fn sector_bytes(&self) -> u32 {
-        (**self).sector_bytes()
-    }
-    fn io_align_bytes(&self) -> u32 {
-        (**self).io_align_bytes()
-    }
-    fn busy_until(&self, disk: usize, t: Nanos) -> Span {
-        (**self).busy_until(disk, t)
-    }
-    fn counters(&self, disk: usize) -> DiskCounters {
-        (**self).counters(disk)
-    }
-    fn backlog(&self) -> Backlog {
-        (**self).backlog()
-    }
-    fn recovery_time(&self) -> Option<Span> {
-        (**self).recovery_time()
-    }
-    fn enable_data_moves(&mut self) -> bool {
-        (**self).enable_data_moves()
-    }
-    fn poll_data(&mut self) -> Option<DataMove> {
-        (**self).poll_data()
-    }
-    fn poll_nvram(&mut self) -> Option<NvramWrite> {
-        (**self).poll_nvram()
-    }
-    fn recover(
-        &mut self,
-        nvram: &[u8],
-        read: &mut DiskReader<'_>,
-    ) -> Result<Vec<DataMove>, RecoverError> {
-        (**self).recover(nvram, read)
-    }
-}
 
 impl Engine for Array {
     fn handle(&mut self, now: Nanos, ev: Event) {

@@ -5,8 +5,9 @@
 //! Keys are documented in `docs/experiment.md`. The core never opens files: the caller passes
 //! a `read_file` function used for drive files and traces named by an experiment.
 
-use crate::array::{Array, ArrayConfig, Engine, HostRequest, WritePolicy, DEFAULT_NVRAM_ENTRIES};
+use crate::array::{Array, ArrayConfig, WritePolicy, DEFAULT_NVRAM_ENTRIES};
 use crate::drive::{builtin_drive, parse_drive, Drive};
+use crate::engine::{Engine, HostRequest};
 use crate::ew::map_log::{MapLogConfig, DEFAULT_NVRAM_BYTES, DEFAULT_PORTIONS};
 use crate::ew::{EwArray, EwConfig, EwPolicy, EwShape, FreeLayout};
 use crate::layout::{Layout, LayoutConfig, Placement, Shape};

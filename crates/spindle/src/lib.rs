@@ -7,6 +7,7 @@
 pub mod array;
 pub mod config;
 pub mod drive;
+pub mod engine;
 pub mod ew;
 pub mod layout;
 pub mod metrics;

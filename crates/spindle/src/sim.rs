@@ -9,7 +9,7 @@
 //! here reads a clock or a file; progress is reported through a callback so a CLI can draw
 //! a bar, and [`run_observed`] hands every completion to a second callback.
 
-use crate::array::{Action, Completion, Engine, Event, HostRequest};
+use crate::engine::{Action, Completion, Engine, Event, HostRequest};
 use crate::metrics::{Collector, Edge, Report};
 use crate::workload::synthetic::Generator;
 use crate::{Nanos, Op, Span};

@@ -21,7 +21,7 @@
 //! slot stays free — harmless, as no copy of the piece is written yet); an update rewrites
 //! only the fresh-copy mask (the piece is the slot's); a removal, only the state word.
 
-use super::data::{NvramWrite, RecoverError};
+use crate::engine::{NvramWrite, RecoverError};
 use std::collections::VecDeque;
 
 const MAGIC: &[u8; 8] = b"SPNVTAB1";

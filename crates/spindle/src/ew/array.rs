@@ -44,11 +44,11 @@ use super::free_space::{BlockId, FreeSpace, Sweep};
 use super::map_log::{Append, L2pMap, MapLog, MapLogConfig, Placement};
 use super::sched::{EwPick, EwPolicy, EwQueue, EwRequest, Work};
 use super::small::{InlineVec, IntMap, IntSet};
-use crate::array::{
+use crate::drive::{Access, Drive, HeadState, Transfer};
+use crate::engine::{
     Action, Backlog, Breakdown, Completion, DataMove, DiskCounters, DiskReader, Engine, Event,
     HostRequest, NvramWrite, RecoverError,
 };
-use crate::drive::{Access, Drive, HeadState, Transfer};
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;

@@ -24,7 +24,7 @@ mod report;
 
 pub use report::{BacklogReport, BreakdownMs, DiskReport, HostQueueReport, LatencyStats, Report};
 
-use crate::array::{Backlog, Completion, DiskCounters};
+use crate::engine::{Backlog, Completion, DiskCounters};
 use crate::{Nanos, Op, Span};
 use hdrhistogram::Histogram;
 

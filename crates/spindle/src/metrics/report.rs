@@ -1,7 +1,7 @@
 //! The report of one run: a serde struct, printed as a table for people and as JSON/CSV for
 //! programs. Field meanings are documented in `docs/report.md`.
 
-use crate::array::Backlog;
+use crate::engine::Backlog;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::fmt::Write as _;

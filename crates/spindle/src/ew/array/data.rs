@@ -1,5 +1,5 @@
 //! The EW controller's bytes: data moves, the NVRAM image and crash recovery (the contract
-//! is [`crate::array::data`]'s). Nothing here changes timing: with data moves off none of it
+//! is [`crate::engine::data`]'s). Nothing here changes timing: with data moves off none of it
 //! runs, and with them on the controller makes exactly the same decisions.
 //!
 //! # Data moves
@@ -81,8 +81,8 @@
 //! `recover`; a controller that is not recovered formats anew, which loses the map.
 
 use super::*;
-use crate::array::{Bytes, CopyRuns};
 use crate::drive::Run;
+use crate::engine::{Bytes, CopyRuns};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 

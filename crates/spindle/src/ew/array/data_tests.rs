@@ -5,8 +5,8 @@
 use super::data::SUPERBLOCK_BYTES;
 use super::tests::{assert_settled, config, drive};
 use super::*;
-use crate::array::Bytes;
 use crate::drive::Run;
+use crate::engine::Bytes;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 

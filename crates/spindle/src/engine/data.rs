@@ -1,9 +1,9 @@
 //! The bytes behind disk operations, for drivers that move real data (the emulator).
 //!
 //! Data never enters the core (DESIGN.md): when a driver turns data moves on
-//! ([`crate::array::Engine::enable_data_moves`]), every disk operation the controller starts
+//! ([`crate::engine::Engine::enable_data_moves`]), every disk operation the controller starts
 //! is also described as a [`DataMove`] — which disk, which physical runs, and where the bytes
-//! come from or go to — polled with [`crate::array::Engine::poll_data`]. A driver performs
+//! come from or go to — polled with [`crate::engine::Engine::poll_data`]. A driver performs
 //! the moves in the order they are polled, before it acts on later completions: a read's
 //! move is polled when the read starts, so the bytes it returns are those of the copy the
 //! controller chose, which holds the last acknowledged data.
@@ -14,7 +14,7 @@
 //! must not lose in NVRAM (the SR-Mirror family: its table of pending delayed writes,
 //! dissertation 3.4.2; the EW-Array: the map updates not yet in the map log, paper 5.2).
 //! With data moves on, every change to that NVRAM is an [`NvramWrite`] into a byte image,
-//! polled with [`crate::array::Engine::poll_nvram`]. The contract with a driver:
+//! polled with [`crate::engine::Engine::poll_nvram`]. The contract with a driver:
 //!
 //! 1. Apply each NVRAM write to a persistent image (a file) in the order polled: after
 //!    every input, drain the NVRAM writes first, then the data moves, before acting on the
@@ -23,7 +23,7 @@
 //!    on a later input (e.g. the move's completion). Offsets may lie beyond the image's
 //!    end: the image grows, zero-filled.
 //! 2. After a crash, build a fresh controller and, before its first event, call
-//!    [`crate::array::Engine::recover`] with the image and a reader of the disks. It
+//!    [`crate::engine::Engine::recover`] with the image and a reader of the disks. It
 //!    rebuilds the volatile state and returns repair moves (copies of the newest
 //!    acknowledged bytes over copies that may be stale), which the driver performs and
 //!    makes durable before serving.
