@@ -36,8 +36,9 @@ use nvram::{Header as NvramHeader, NvramTable, Record as NvramRecord};
 
 use crate::drive::{Access, Controller, Drive, HeadState, Run, Target, Transfer};
 use crate::engine::{
-    Action, Backlog, Breakdown, Bytes, Completion, CopyRuns, DataMove, DiskCounters, DiskReader,
-    Engine, Event, HostRequest, NvramWrite, RecoverError,
+    Action, Backlog, Breakdown, Busy, Bytes, Cause, CopyRuns, DataMove, DiskClock, DiskCounters,
+    DiskReader, Engine, Event, HostRequest, HostSlot, HostTable, NvramWrite, Outbox, RecoverError,
+    Slab,
 };
 use crate::layout::{Layout, LayoutConfig, LayoutError, Piece, Placement, Shape};
 use crate::sched::{DiskRequest, Policy, Replicas, Scheduler, MAX_REPLICAS};
@@ -141,17 +142,8 @@ struct Disk {
     delayed: Box<dyn Scheduler>,
     busy: Option<InFlight>,
     rng: Pcg64Mcg,
-    busy_ns: u64,
-    ops: u64,
+    clock: DiskClock,
     propagations: u64,
-}
-
-struct HostSlot {
-    req: HostRequest,
-    parts_left: u32,
-    breakdown: Breakdown,
-    last_done: Nanos,
-    version: u64,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -227,8 +219,8 @@ impl Engine for Array {
     fn sector_bytes(&self) -> u32 {
         self.drive.geometry().sector_bytes()
     }
-    fn busy_until(&self, disk: usize, t: Nanos) -> Span {
-        Array::busy_until(self, disk, t)
+    fn busy(&self, disk: usize, t: Nanos) -> Busy {
+        self.disks[disk].clock.busy(t)
     }
     fn counters(&self, disk: usize) -> DiskCounters {
         Array::counters(self, disk)
@@ -262,10 +254,9 @@ pub struct Array {
     drive: Arc<Drive>,
     layout: Layout,
     disks: Vec<Disk>,
-    slots: Vec<Option<HostSlot>>,
-    free_slots: Vec<usize>,
-    ops: Vec<Option<DiskOp>>,
-    free_ops: Vec<usize>,
+    /// Host requests in flight; each keeps its write version.
+    host: HostTable<u64>,
+    ops: Slab<DiskOp>,
     table: BTreeMap<Key, Entry>,
     /// Which granules of the data the table's entries touch: a read or write touching
     /// none overlaps no entry, without a search of the table.
@@ -278,10 +269,7 @@ pub struct Array {
     longest_piece: u32,
     /// Writes waiting for an overlapping pending write to finish: (slot, piece).
     blocked: VecDeque<(usize, Piece)>,
-    actions: VecDeque<Action>,
-    /// Disks that are idle and may have work: dispatched when `actions` runs dry.
-    to_dispatch: Vec<usize>,
-    now: Nanos,
+    out: Outbox,
     seq: u64,
     op_seq: u64,
     noise: bool,
@@ -353,8 +341,7 @@ impl Array {
                     delayed: cfg.policy.build(None, cylinders),
                     busy: None,
                     rng: Pcg64Mcg::seed_from_u64(seeder.gen()),
-                    busy_ns: 0,
-                    ops: 0,
+                    clock: DiskClock::default(),
                     propagations: 0,
                 }
             })
@@ -368,19 +355,15 @@ impl Array {
             drive,
             layout,
             disks,
-            slots: Vec::with_capacity(1024),
-            free_slots: Vec::with_capacity(1024),
-            ops: Vec::with_capacity(1024),
-            free_ops: Vec::with_capacity(1024),
+            host: HostTable::default(),
+            ops: Slab::with_capacity(1024),
             table: BTreeMap::new(),
             table_cover,
             blocked_cover,
             table_order: VecDeque::new(),
             longest_piece: 1,
             blocked: VecDeque::new(),
-            actions: VecDeque::with_capacity(64),
-            to_dispatch: Vec::with_capacity(n),
-            now: Nanos::ZERO,
+            out: Outbox::new(n),
             seq: 0,
             op_seq: 0,
             noise: cfg.noise,
@@ -413,7 +396,7 @@ impl Array {
 
     /// Host requests accepted and not yet answered.
     pub fn outstanding(&self) -> usize {
-        self.slots.len() - self.free_slots.len()
+        self.host.outstanding()
     }
 
     /// Entries of the NVRAM table (pieces with copies still to propagate).
@@ -421,22 +404,12 @@ impl Array {
         self.table.len()
     }
 
-    /// Cumulative busy time of `disk` up to instant `t` (t ≥ the last event handled).
-    pub fn busy_until(&self, disk: usize, t: Nanos) -> Span {
-        let d = &self.disks[disk];
-        let partial = d
-            .busy
-            .as_ref()
-            .map_or(0, |f| t.0.min(f.access.end.0).saturating_sub(f.started.0));
-        Span(d.busy_ns + partial)
-    }
-
     /// Delayed writes still to propagate (queued, promoted or running) and the NVRAM table
     /// entries that record them. O(operations in flight): for window edges, not per event.
     pub fn backlog(&self) -> Backlog {
         let sector_bytes = u64::from(self.drive.geometry().sector_bytes());
         let mut b = Backlog::default();
-        for op in self.ops.iter().flatten() {
+        for op in self.ops.iter() {
             if op.kind == Kind::Propagate {
                 b.ops += 1;
                 b.bytes +=
@@ -452,7 +425,7 @@ impl Array {
     pub fn counters(&self, disk: usize) -> DiskCounters {
         let d = &self.disks[disk];
         DiskCounters {
-            ops: d.ops,
+            ops: d.clock.ops(),
             propagations: d.propagations,
             map_logging: Span::ZERO,
             sched: d.sched.stats(),
@@ -460,12 +433,7 @@ impl Array {
     }
 
     pub fn handle(&mut self, now: Nanos, ev: Event) {
-        assert!(
-            now >= self.now,
-            "time went backwards: {now:?} < {:?}",
-            self.now
-        );
-        self.now = now;
+        self.out.advance(now);
         match ev {
             Event::Host(req) => self.accept(now, req),
             Event::DiskDone { disk } => self.finish(now, disk),
@@ -474,24 +442,16 @@ impl Array {
 
     #[must_use]
     pub fn poll_action(&mut self) -> Option<Action> {
-        if self.actions.is_empty() && !self.to_dispatch.is_empty() {
-            let now = self.now;
-            let mut pending = std::mem::take(&mut self.to_dispatch);
-            for &disk in &pending {
+        if let Some(due) = self.out.due() {
+            let now = self.out.now();
+            for &disk in &due {
                 if self.disks[disk].busy.is_none() {
                     self.start_next(now, disk);
                 }
             }
-            pending.clear();
-            self.to_dispatch = pending;
+            self.out.dispatched(due);
         }
-        self.actions.pop_front()
-    }
-
-    fn mark_for_dispatch(&mut self, disk: usize) {
-        if !self.to_dispatch.contains(&disk) {
-            self.to_dispatch.push(disk);
-        }
+        self.out.pop()
     }
 
     fn copies_mask(&self) -> u64 {
@@ -538,7 +498,7 @@ impl Array {
         if self.data_moves.is_none() {
             return Err(RecoverError("data moves are off".into()));
         }
-        if self.now != Nanos::ZERO || !self.table.is_empty() || self.outstanding() > 0 {
+        if self.out.now() != Nanos::ZERO || !self.table.is_empty() || self.outstanding() > 0 {
             return Err(RecoverError(
                 "recover is for a fresh controller, before its first event".into(),
             ));
@@ -604,21 +564,11 @@ impl Array {
             "host request {} ends at {end}, beyond the array",
             req.id
         );
-        let slot = self.free_slots.pop().unwrap_or_else(|| {
-            self.slots.push(None);
-            self.slots.len() - 1
-        });
         let mut pieces = std::mem::take(&mut self.pieces);
         pieces.clear();
         self.layout.pieces(req.lba, req.sectors, &mut pieces);
         self.seq += 1;
-        self.slots[slot] = Some(HostSlot {
-            req,
-            parts_left: 0,
-            breakdown: Breakdown::default(),
-            last_done: now,
-            version: self.seq,
-        });
+        let slot = self.host.admit(req, now, self.seq);
         for &piece in &pieces {
             self.longest_piece = self.longest_piece.max(piece.sectors);
             match req.op {
@@ -633,18 +583,9 @@ impl Array {
         self.op_seq += 1;
         op.seq = self.op_seq;
         if let Some(s) = op.slot {
-            self.slots[s].as_mut().expect("live slot").parts_left += 1;
+            self.host.add_part(s);
         }
-        match self.free_ops.pop() {
-            Some(i) => {
-                self.ops[i] = Some(op);
-                i
-            }
-            None => {
-                self.ops.push(Some(op));
-                self.ops.len() - 1
-            }
-        }
+        self.ops.insert(op)
     }
 
     /// The table entries overlapping `len` sectors at `offset` of `column`.
@@ -732,7 +673,7 @@ impl Array {
     /// Queues operation `id` (a read or a first write) at the idle holder closest to one of
     /// its eligible replicas, or as duplicates at every holder when all are busy.
     fn dispatch_any(&mut self, now: Nanos, id: usize) {
-        let op = self.ops[id].as_ref().expect("live op");
+        let op = &self.ops[id];
         let first = self.layout.disks_of(op.piece.column).start;
         let mut holders = 0u64;
         for m in 0..self.layout.mirrors() as usize {
@@ -762,15 +703,15 @@ impl Array {
             let r = self.request_for(id, d);
             self.disks[d].sched.push(r);
             if self.disks[d].busy.is_none() {
-                self.mark_for_dispatch(d);
+                self.out.mark_for_dispatch(d);
             }
         }
-        self.ops[id].as_mut().expect("live op").holders = holders;
+        self.ops[id].holders = holders;
     }
 
     /// The queue entry of operation `id` at `disk`: its eligible replicas located.
     fn request_for(&self, id: usize, disk: usize) -> DiskRequest {
-        let op = self.ops[id].as_ref().expect("live op");
+        let op = &self.ops[id];
         let m = disk - self.layout.disks_of(op.piece.column).start;
         let mask = self.replica_mask(op.copies, m);
         let band = self.layout.band();
@@ -817,7 +758,7 @@ impl Array {
         let copies = self.layout.replicas() * self.layout.mirrors();
         if copies == 1 {
             // One copy: nothing to keep consistent; the disk's queue orders it.
-            let version = self.slots[slot].as_ref().expect("live slot").version;
+            let version = self.host.get(slot).extra;
             let d = self.layout.disks_of(piece.column).start;
             self.queue_write_all(now, slot, piece, version, (d, 0));
             return;
@@ -834,7 +775,7 @@ impl Array {
                 self.force_out_oldest();
             }
             // The host waits for this piece too.
-            self.slots[slot].as_mut().expect("live slot").parts_left += 1;
+            self.host.add_part(slot);
             self.blocked_cover.add(&piece);
             self.blocked.push_back((slot, piece));
             return;
@@ -873,9 +814,9 @@ impl Array {
 
     /// A write of one piece that may proceed (nothing partly overlapping is pending).
     fn start_write(&mut self, now: Nanos, slot: usize, piece: Piece) {
-        let version = self.slots[slot].as_ref().expect("live slot").version;
+        let version = self.host.get(slot).extra;
         // A write that waited for an overlapping one has been queued since it arrived.
-        let arrival = self.slots[slot].as_ref().expect("live slot").req.arrival;
+        let arrival = self.host.get(slot).req.arrival;
         let key = (piece.column, piece.offset, piece.sectors);
         let all = self.copies_mask();
         match self.writes {
@@ -905,7 +846,7 @@ impl Array {
                     let old = std::mem::take(&mut e.ops);
                     let mut keep = Vec::new();
                     for id in old {
-                        let kind = self.ops[id].as_ref().expect("live op").kind;
+                        let kind = self.ops[id].kind;
                         let started = self.is_running(id);
                         if kind == Kind::Propagate && !started {
                             self.cancel(id);
@@ -1004,7 +945,7 @@ impl Array {
         let r = self.request_for(id, disk);
         self.disks[disk].sched.push(r);
         if self.disks[disk].busy.is_none() {
-            self.mark_for_dispatch(disk);
+            self.out.mark_for_dispatch(disk);
         }
         id
     }
@@ -1017,7 +958,7 @@ impl Array {
 
     /// Removes a queued (not running) operation from every queue and frees it.
     fn cancel(&mut self, id: usize) {
-        let op = self.ops[id].take().expect("live op");
+        let op = self.ops.remove(id);
         let first = self.layout.disks_of(op.piece.column).start;
         for d in bits(op.holders).map(|m| first + m) {
             let q = if op.in_delayed {
@@ -1028,7 +969,6 @@ impl Array {
             q.remove(id as u64)
                 .expect("a cancelled operation is in its holders' queues");
         }
-        self.free_ops.push(id);
     }
 
     /// Moves an entry's queued delayed writes to the foreground queues.
@@ -1045,7 +985,7 @@ impl Array {
         // Moving queue entries leaves the entry's operations as they are.
         let ids = std::mem::take(&mut e.ops);
         for &id in &ids {
-            let op = self.ops[id].as_mut().expect("live op");
+            let op = &mut self.ops[id];
             if !op.in_delayed {
                 continue;
             }
@@ -1061,7 +1001,7 @@ impl Array {
                 .expect("a delayed write is in its delayed queue");
             self.disks[d].sched.push(r);
             if self.disks[d].busy.is_none() {
-                self.mark_for_dispatch(d);
+                self.out.mark_for_dispatch(d);
             }
         }
         self.table.get_mut(&key).expect("entry").ops = ids;
@@ -1100,7 +1040,7 @@ impl Array {
         let id = usize::try_from(r.id).expect("op id fits usize");
         let (first_replica, _) = r.replicas.get(pick.replica);
         let (kind, piece, holders) = {
-            let op = self.ops[id].as_ref().expect("picked op is live");
+            let op = &self.ops[id];
             (op.kind, op.piece, op.holders)
         };
         let first = self.layout.disks_of(piece.column).start;
@@ -1113,7 +1053,7 @@ impl Array {
                     .remove(r.id)
                     .expect("a duplicate is in every holder's queue");
             }
-            self.ops[id].as_mut().expect("picked op is live").holders = 1 << me;
+            self.ops[id].holders = 1 << me;
         }
         // What this operation moves: one replica, or every replica in its mask in
         // rotational order from the closest one.
@@ -1184,9 +1124,15 @@ impl Array {
         let until = access.end;
         #[cfg(test)]
         if kind == Kind::Read {
-            let must_see = &self.ops[id].as_ref().expect("live").must_see;
+            let must_see = &self.ops[id].must_see;
             self.audit.check_read(disk, runs_slice, must_see);
         }
+        let cause = match kind {
+            Kind::Read => Cause::HostRead,
+            Kind::FirstWrite | Kind::WriteAll => Cause::HostWrite,
+            Kind::Propagate => Cause::DelayedWrite,
+        };
+        self.disks[disk].clock.start(cause, now, until);
         self.disks[disk].busy = Some(InFlight {
             op: id,
             access,
@@ -1196,7 +1142,7 @@ impl Array {
             #[cfg(test)]
             runs: runs_slice.to_vec(),
         });
-        self.actions.push_back(Action::DiskBusy { disk, until });
+        self.out.push(Action::DiskBusy { disk, until });
     }
 
     /// What operation `id` (starting on `disk`) moves: a host request's bytes, or for a
@@ -1210,8 +1156,8 @@ impl Array {
         piece: Piece,
         copies: Vec<CopyRuns>,
     ) -> DataMove {
-        let slot = self.ops[id].as_ref().expect("live op").slot;
-        let host = slot.map(|s| Bytes::Host(self.slots[s].as_ref().expect("live slot").req.id));
+        let slot = self.ops[id].slot;
+        let host = slot.map(|s| Bytes::Host(self.host.get(s).req.id));
         let source = (kind == Kind::Propagate).then(|| {
             let key = (piece.column, piece.offset, piece.sectors);
             let fresh = self.table[&key].fresh;
@@ -1250,12 +1196,10 @@ impl Array {
             f.access.end, now,
             "disk {disk} completion at the wrong time"
         );
-        d.busy_ns += now.since(f.started).0;
-        d.ops += 1;
+        d.clock.finish();
         d.head.cylinder = f.access.end_cylinder;
         d.head.head = f.access.end_head;
-        let op = self.ops[f.op].take().expect("in-flight op is live");
-        self.free_ops.push(f.op);
+        let op = self.ops.remove(f.op);
         if op.kind == Kind::Propagate {
             self.disks[disk].propagations += 1;
         }
@@ -1269,7 +1213,7 @@ impl Array {
         if let Some(slot) = op.slot {
             self.part_done(now, slot, &f);
         }
-        self.mark_for_dispatch(disk);
+        self.out.mark_for_dispatch(disk);
     }
 
     /// Bookkeeping after a write of replicas `replicas` of `op` on `disk` completed.
@@ -1320,7 +1264,7 @@ impl Array {
                         self.disks[d].delayed.push(r);
                     }
                     if self.disks[d].busy.is_none() {
-                        self.mark_for_dispatch(d);
+                        self.out.mark_for_dispatch(d);
                     }
                     new_ops.push(nid);
                 }
@@ -1377,46 +1321,30 @@ impl Array {
                 self.blocked_cover.add(&piece);
                 self.blocked.push_back((slot, piece));
             } else {
-                self.slots[slot].as_mut().expect("live slot").parts_left -= 1;
+                self.host.drop_part(slot);
                 self.start_write(now, slot, piece);
             }
         }
     }
 
     fn part_done(&mut self, now: Nanos, slot_id: usize, f: &InFlight) {
-        let slot = self.slots[slot_id]
-            .as_mut()
-            .expect("in-flight operation belongs to a live host request");
-        slot.parts_left -= 1;
-        if now >= slot.last_done {
-            // The part that finishes last is the critical path.
-            let a = &f.access;
-            slot.breakdown = Breakdown {
-                queue: f.started.since(f.queued_at),
-                overhead: a.overhead,
-                seek: a.seek,
-                rotation: a.rotation,
-                transfer: a.transfer,
-                switches: a.switches,
-            };
-            slot.last_done = now;
-        }
-        if slot.parts_left == 0 {
-            let s = self.slots[slot_id].take().expect("slot is live");
-            self.free_slots.push(slot_id);
+        // The part that finishes last is the critical path.
+        let a = &f.access;
+        let breakdown = |_: &HostSlot<u64>| Breakdown {
+            queue: f.started.since(f.queued_at),
+            overhead: a.overhead,
+            seek: a.seek,
+            rotation: a.rotation,
+            transfer: a.transfer,
+            switches: a.switches,
+        };
+        if let Some((c, _s)) = self.host.part_done(slot_id, now, breakdown) {
             #[cfg(test)]
-            if s.req.op == Op::Write {
+            if _s.req.op == Op::Write {
                 self.audit
-                    .acked(s.req.lba, s.req.sectors, s.version, s.req.arrival, now);
+                    .acked(_s.req.lba, _s.req.sectors, _s.extra, _s.req.arrival, now);
             }
-            self.actions.push_back(Action::Complete(Completion {
-                id: s.req.id,
-                op: s.req.op,
-                sectors: s.req.sectors,
-                arrival: s.req.arrival,
-                done: now,
-                breakdown: s.breakdown,
-            }));
+            self.out.push(Action::Complete(c));
         }
     }
 }

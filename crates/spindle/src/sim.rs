@@ -143,9 +143,7 @@ pub fn run(
 fn edge(array: &dyn Engine, at: Nanos) -> Edge {
     Edge {
         at,
-        busy: (0..array.disk_count())
-            .map(|d| array.busy_until(d, at))
-            .collect(),
+        busy: (0..array.disk_count()).map(|d| array.busy(d, at)).collect(),
         backlog: array.backlog(),
     }
 }
@@ -413,7 +411,7 @@ pub fn run_observed(
     progress(done, total);
     let counters: Vec<_> = (0..array.disk_count()).map(|d| array.counters(d)).collect();
     let busy: u64 = (0..array.disk_count())
-        .map(|d| array.busy_until(d, last_event).0)
+        .map(|d| array.busy(d, last_event).total().0)
         .sum();
     let logging: u64 = counters.iter().map(|c| c.map_logging.0).sum();
     let drained_s = window

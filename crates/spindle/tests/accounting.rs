@@ -85,6 +85,22 @@ fn check_window(r: &Report, what: &str) {
             d.disk,
             d.utilization
         );
+        // The causes partition the busy time: their shares sum to the utilisation (to
+        // within rounding of the seven divisions, 1e-9).
+        let c = &d.utilization_by_cause;
+        let sum = c.host_read
+            + c.host_write
+            + c.delayed_write
+            + c.map_logging
+            + c.destage_read
+            + c.destage_write
+            + c.rebuild;
+        assert!(
+            (sum - d.utilization).abs() < 1e-9,
+            "{what}: disk {} causes sum to {sum}, utilisation {}",
+            d.disk,
+            d.utilization
+        );
     }
     assert!(r.window_s > 0.0, "{what}: empty window");
 }

@@ -1,5 +1,6 @@
 use super::*;
 use crate::drive::builtin_drive;
+use crate::engine::Completion;
 use crate::layout::{Layout, LayoutConfig, Placement, Shape};
 
 fn array(disks: usize, policy: Policy) -> Array {
@@ -229,7 +230,7 @@ impl Array {
                 d.delayed.len()
             );
         }
-        assert!(self.ops.iter().all(Option::is_none), "live operations left");
+        assert!(self.ops.is_empty(), "live operations left");
         assert!(
             self.table.is_empty(),
             "{} pending writes left",

@@ -2,9 +2,17 @@
 //! in, disk-busy and completion actions out, with `now` as an argument), the bytes behind
 //! disk operations ([`data`]), and the machinery the controllers are built from.
 
+pub mod accounting;
 pub mod data;
+mod host;
+mod outbox;
+mod slab;
 
+pub use accounting::{Busy, Cause, CauseShares, DiskClock};
 pub use data::{Bytes, CopyRuns, DataMove, DiskReader, NvramWrite, RecoverError};
+pub use host::{HostSlot, HostTable};
+pub use outbox::Outbox;
+pub use slab::Slab;
 
 use crate::sched::SchedStats;
 use crate::{Nanos, Op, Span};
@@ -112,8 +120,9 @@ pub trait Engine: Send {
     fn io_align_bytes(&self) -> u32 {
         self.sector_bytes()
     }
-    /// Cumulative busy time of `disk` up to instant `t` (t ≥ the last event handled).
-    fn busy_until(&self, disk: usize, t: Nanos) -> Span;
+    /// Cumulative busy time of `disk` by cause up to instant `t` (t ≥ the last event
+    /// handled).
+    fn busy(&self, disk: usize, t: Nanos) -> Busy;
     fn counters(&self, disk: usize) -> DiskCounters;
     /// The deferred work pending now (after the last event handled).
     fn backlog(&self) -> Backlog {
@@ -182,8 +191,8 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
     fn io_align_bytes(&self) -> u32 {
         (**self).io_align_bytes()
     }
-    fn busy_until(&self, disk: usize, t: Nanos) -> Span {
-        (**self).busy_until(disk, t)
+    fn busy(&self, disk: usize, t: Nanos) -> Busy {
+        (**self).busy(disk, t)
     }
     fn counters(&self, disk: usize) -> DiskCounters {
         (**self).counters(disk)

@@ -46,8 +46,8 @@ use super::sched::{EwPick, EwPolicy, EwQueue, EwRequest, Work};
 use super::small::{InlineVec, IntMap, IntSet};
 use crate::drive::{Access, Drive, HeadState, Transfer};
 use crate::engine::{
-    Action, Backlog, Breakdown, Completion, DataMove, DiskCounters, DiskReader, Engine, Event,
-    HostRequest, NvramWrite, RecoverError,
+    Action, Backlog, Breakdown, Busy, Cause, DataMove, DiskClock, DiskCounters, DiskReader, Engine,
+    Event, HostRequest, HostSlot, HostTable, NvramWrite, Outbox, RecoverError, Slab,
 };
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
@@ -171,19 +171,10 @@ struct Disk {
     delayed: EwQueue,
     busy: Option<InFlight>,
     rng: Pcg64Mcg,
-    busy_ns: u64,
-    map_ns: u64,
-    ops: u64,
+    clock: DiskClock,
     propagations: u64,
     /// DDM: the home locations on this disk (never free).
     home: Vec<u64>,
-}
-
-struct HostSlot {
-    req: HostRequest,
-    parts_left: u32,
-    breakdown: Breakdown,
-    last_done: Nanos,
 }
 
 /// The synchronous copies of one chunk of a host write.
@@ -251,10 +242,8 @@ pub struct EwArray {
     disks: Vec<Disk>,
     map: MapLog,
     log_lba: u64,
-    slots: Vec<Option<HostSlot>>,
-    free_slots: Vec<usize>,
-    ops: Vec<Option<DiskOp>>,
-    free_ops: Vec<usize>,
+    host: HostTable<()>,
+    ops: Slab<DiskOp>,
     groups: Vec<Option<Group>>,
     free_groups: Vec<usize>,
     /// Blocks with writes in flight or copies to propagate (looked up, never iterated).
@@ -278,9 +267,7 @@ pub struct EwArray {
     /// op seq). Ids are reused once an operation ends; the seq tells a stale entry.
     prop_order: VecDeque<(usize, u64)>,
     stalled: VecDeque<Stalled>,
-    actions: VecDeque<Action>,
-    to_dispatch: Vec<usize>,
-    now: Nanos,
+    out: Outbox,
     version: u64,
     seq: u64,
     noise: bool,
@@ -610,13 +597,12 @@ impl EwArray {
                 delayed: EwQueue::new(cfg.policy, None),
                 busy: None,
                 rng: Pcg64Mcg::seed_from_u64(seeder.gen()),
-                busy_ns: 0,
-                map_ns: 0,
-                ops: 0,
+                clock: DiskClock::default(),
                 propagations: 0,
                 home,
             });
         }
+        let n_disks = disks.len();
         Ok(EwArray {
             drive,
             shape: s,
@@ -629,10 +615,8 @@ impl EwArray {
             disks,
             map,
             log_lba,
-            slots: Vec::with_capacity(1024),
-            free_slots: Vec::new(),
-            ops: Vec::with_capacity(1024),
-            free_ops: Vec::new(),
+            host: HostTable::default(),
+            ops: Slab::with_capacity(1024),
             groups: Vec::new(),
             free_groups: Vec::new(),
             table: IntMap::default(),
@@ -647,9 +631,7 @@ impl EwArray {
             nvram_entries: cfg.nvram_entries,
             prop_order: VecDeque::new(),
             stalled: VecDeque::new(),
-            actions: VecDeque::with_capacity(64),
-            to_dispatch: Vec::new(),
-            now: Nanos::ZERO,
+            out: Outbox::new(n_disks),
             version: 0,
             seq: 0,
             noise: cfg.noise,
@@ -706,34 +688,19 @@ impl EwArray {
         !h.is_empty() && h[slot as usize / 64] & (1 << (slot % 64)) != 0
     }
 
-    fn mark_for_dispatch(&mut self, disk: usize) {
-        if !self.to_dispatch.contains(&disk) {
-            self.to_dispatch.push(disk);
-        }
-    }
-
     fn new_op(&mut self, op: DiskOp) -> usize {
         if let Some(s) = op.slot {
-            self.slots[s].as_mut().expect("live slot").parts_left += 1;
+            self.host.add_part(s);
         }
-        match self.free_ops.pop() {
-            Some(i) => {
-                self.ops[i] = Some(op);
-                i
-            }
-            None => {
-                self.ops.push(Some(op));
-                self.ops.len() - 1
-            }
-        }
+        self.ops.insert(op)
     }
 
     fn op(&self, id: usize) -> &DiskOp {
-        self.ops[id].as_ref().expect("live op")
+        &self.ops[id]
     }
 
     fn op_mut(&mut self, id: usize) -> &mut DiskOp {
-        self.ops[id].as_mut().expect("live op")
+        &mut self.ops[id]
     }
 
     fn blank_op(&mut self, kind: Kind, now: Nanos) -> DiskOp {
@@ -848,16 +815,7 @@ impl EwArray {
                 req.id
             );
         }
-        let slot = self.free_slots.pop().unwrap_or_else(|| {
-            self.slots.push(None);
-            self.slots.len() - 1
-        });
-        self.slots[slot] = Some(HostSlot {
-            req,
-            parts_left: 0,
-            breakdown: Breakdown::default(),
-            last_done: now,
-        });
+        let slot = self.host.admit(req, now, ());
         // The block is the unit of placement: a request touching part of a block moves
         // the whole block.
         let bs = u64::from(self.block_sectors);
@@ -964,7 +922,7 @@ impl EwArray {
             };
             self.disks[d].fg.push(r);
             if self.disks[d].busy.is_none() {
-                self.mark_for_dispatch(d);
+                self.out.mark_for_dispatch(d);
             }
         }
         // Copies not queued anywhere are no longer needed.
@@ -1012,7 +970,7 @@ impl EwArray {
             return;
         }
         // The host waits for the held chunk too.
-        self.slots[slot].as_mut().expect("live slot").parts_left += 1;
+        self.host.add_part(slot);
         self.held.push_back(Held {
             slot,
             block,
@@ -1041,7 +999,7 @@ impl EwArray {
             self.held_blocks -= h.need;
             self.reserved_blocks += h.need;
             self.accept_write(now, h.slot, h.block, h.blocks, h.version, h.sync);
-            self.slots[h.slot].as_mut().expect("live slot").parts_left -= 1;
+            self.host.drop_part(h.slot);
         }
         self.enforce_nvram_limit();
     }
@@ -1109,7 +1067,7 @@ impl EwArray {
                 seq,
             });
             if self.disks[d].busy.is_none() {
-                self.mark_for_dispatch(d);
+                self.out.mark_for_dispatch(d);
             }
         }
     }
@@ -1206,6 +1164,14 @@ impl EwArray {
         let access = self.drive.access(now, &disk.head, xfer, None, rng);
         disk.head.cylinder = access.end_cylinder;
         disk.head.head = access.end_head;
+        let cause = match kind {
+            Kind::Read => Cause::HostRead,
+            Kind::Write => Cause::HostWrite,
+            Kind::Propagate | Kind::Home => Cause::DelayedWrite,
+            Kind::MapAppend(_) => Cause::MapLogging,
+        };
+        disk.clock
+            .start(cause, Nanos(access.end.0 - access.service().0), access.end);
         disk.busy = Some(InFlight {
             op: id,
             access,
@@ -1214,7 +1180,7 @@ impl EwArray {
                 Work::Positioned { .. } => None,
             },
         });
-        self.actions.push_back(Action::DiskBusy {
+        self.out.push(Action::DiskBusy {
             disk: d,
             until: access.end,
         });
@@ -1274,10 +1240,7 @@ impl EwArray {
             panic!("disk {d} completed with nothing in flight");
         };
         debug_assert_eq!(f.access.end, now, "disk {d} completion at the wrong time");
-        let service = f.access.service().0;
-        let disk = &mut self.disks[d];
-        disk.busy_ns += service;
-        disk.ops += 1;
+        self.disks[d].clock.finish();
         let kind = self.op(f.op).kind;
         match kind {
             Kind::Read => {
@@ -1317,7 +1280,6 @@ impl EwArray {
                 self.drain_stalled(now);
             }
             Kind::MapAppend(id) => {
-                self.disks[d].map_ns += service;
                 self.remove_op(f.op);
                 let more = self.map.append_done(id);
                 if self.data.is_some() {
@@ -1331,7 +1293,7 @@ impl EwArray {
         if !self.held.is_empty() {
             self.release_held(now);
         }
-        self.mark_for_dispatch(d);
+        self.out.mark_for_dispatch(d);
     }
 
     /// Applies finished writes' map updates in order, as NVRAM room allows.
@@ -1444,7 +1406,7 @@ impl EwArray {
             let previous = std::mem::replace(&mut st.acked, g.version);
             let props = st.props.clone();
             for &p in props.iter() {
-                let op = self.ops[p].as_mut().expect("live propagation");
+                let op = &mut self.ops[p];
                 // The block was current for propagations of the previous acknowledged
                 // write, and is no longer.
                 if op.version == previous && !op.started {
@@ -1518,7 +1480,7 @@ impl EwArray {
             seq,
         });
         if self.disks[d].busy.is_none() {
-            self.mark_for_dispatch(d);
+            self.out.mark_for_dispatch(d);
         }
     }
 
@@ -1605,7 +1567,7 @@ impl EwArray {
             let Some((p, seq)) = self.prop_order.pop_front() else {
                 break;
             };
-            let Some(op) = self.ops[p].as_ref() else {
+            let Some(op) = self.ops.get(p) else {
                 continue;
             };
             if op.seq != seq
@@ -1622,7 +1584,7 @@ impl EwArray {
                 op.promoted = true;
                 self.promoted_blocks += blocks as usize;
                 if self.disks[d].busy.is_none() {
-                    self.mark_for_dispatch(d);
+                    self.out.mark_for_dispatch(d);
                 }
             }
         }
@@ -1649,57 +1611,39 @@ impl EwArray {
                 seq,
             });
             if self.disks[0].busy.is_none() {
-                self.mark_for_dispatch(0);
+                self.out.mark_for_dispatch(0);
             }
         }
     }
 
     fn remove_op(&mut self, id: usize) {
-        self.ops[id] = None;
-        self.free_ops.push(id);
+        self.ops.remove(id);
     }
 
     /// A host request's part is done: the host is answered after its last.
     fn part_done(&mut self, now: Nanos, id: usize, access: &Access) {
         let slot_id = self.op(id).slot.expect("a host operation");
         self.remove_op(id);
-        let s = self.slots[slot_id].as_mut().expect("live slot");
-        if now >= s.last_done {
-            s.last_done = now;
+        let breakdown = |s: &HostSlot<()>| {
             let service = access.service();
-            s.breakdown = Breakdown {
+            Breakdown {
                 queue: now.since(s.req.arrival).saturating_sub(service),
                 overhead: access.overhead,
                 seek: access.seek,
                 rotation: access.rotation,
                 transfer: access.transfer,
                 switches: access.switches,
-            };
-        }
-        s.parts_left -= 1;
-        if s.parts_left == 0 {
-            let s = self.slots[slot_id].take().expect("live slot");
-            self.free_slots.push(slot_id);
-            self.actions.push_back(Action::Complete(Completion {
-                id: s.req.id,
-                op: s.req.op,
-                sectors: s.req.sectors,
-                arrival: s.req.arrival,
-                done: now,
-                breakdown: s.breakdown,
-            }));
+            }
+        };
+        if let Some((c, _)) = self.host.part_done(slot_id, now, breakdown) {
+            self.out.push(Action::Complete(c));
         }
     }
 }
 
 impl Engine for EwArray {
     fn handle(&mut self, now: Nanos, ev: Event) {
-        assert!(
-            now >= self.now,
-            "time went backwards: {now:?} < {:?}",
-            self.now
-        );
-        self.now = now;
+        self.out.advance(now);
         self.begin();
         match ev {
             Event::Host(req) => self.accept(now, req),
@@ -1709,20 +1653,20 @@ impl Engine for EwArray {
 
     fn poll_action(&mut self) -> Option<Action> {
         self.begin();
-        if self.actions.is_empty() && !self.to_dispatch.is_empty() {
-            let now = self.now;
-            let pending = std::mem::take(&mut self.to_dispatch);
-            for &d in &pending {
+        if let Some(due) = self.out.due() {
+            let now = self.out.now();
+            for &d in &due {
                 if self.disks[d].busy.is_none() {
                     self.start_next(now, d);
                 }
             }
+            self.out.dispatched(due);
         }
-        self.actions.pop_front()
+        self.out.pop()
     }
 
     fn outstanding(&self) -> usize {
-        self.slots.len() - self.free_slots.len()
+        self.host.outstanding()
     }
 
     fn capacity_sectors(&self) -> u64 {
@@ -1764,13 +1708,8 @@ impl Engine for EwArray {
         self.recover_from(nvram, read)
     }
 
-    fn busy_until(&self, disk: usize, t: Nanos) -> Span {
-        let d = &self.disks[disk];
-        let partial = d.busy.as_ref().map_or(0, |f| {
-            let start = f.access.end.0 - f.access.service().0;
-            t.0.min(f.access.end.0).saturating_sub(start)
-        });
-        Span(d.busy_ns + partial)
+    fn busy(&self, disk: usize, t: Nanos) -> Busy {
+        self.disks[disk].clock.busy(t)
     }
 
     /// Delayed eager copies, DDM moves home and map log appends pending (queued or
@@ -1781,7 +1720,7 @@ impl Engine for EwArray {
             nvram_entries: self.pending_blocks as u64,
             ..Backlog::default()
         };
-        for op in self.ops.iter().flatten() {
+        for op in self.ops.iter() {
             let bytes = match op.kind {
                 Kind::Propagate | Kind::Home => u64::from(op.blocks) * BLOCK_BYTES,
                 Kind::MapAppend(_) => u64::from(op.sectors) * sector_bytes,
@@ -1800,9 +1739,9 @@ impl Engine for EwArray {
         sched.picks += bg.picks;
         sched.reversals += bg.reversals;
         DiskCounters {
-            ops: d.ops,
+            ops: d.clock.ops(),
             propagations: d.propagations,
-            map_logging: Span(d.map_ns),
+            map_logging: d.clock.finished(Cause::MapLogging),
             sched,
         }
     }

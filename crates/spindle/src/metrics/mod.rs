@@ -24,8 +24,8 @@ mod report;
 
 pub use report::{BacklogReport, BreakdownMs, DiskReport, HostQueueReport, LatencyStats, Report};
 
-use crate::engine::{Backlog, Completion, DiskCounters};
-use crate::{Nanos, Op, Span};
+use crate::engine::{Backlog, Busy, CauseShares, Completion, DiskCounters};
+use crate::{Nanos, Op};
 use hdrhistogram::Histogram;
 
 /// Achieved below offered by more than this fraction: saturated (an unsaturated run of n
@@ -36,7 +36,7 @@ pub const SATURATION_SHORTFALL: f64 = 0.02;
 #[derive(Clone, Debug)]
 pub struct Edge {
     pub at: Nanos,
-    pub busy: Vec<Span>,
+    pub busy: Vec<Busy>,
     pub backlog: Backlog,
 }
 
@@ -218,7 +218,7 @@ impl Collector {
         let n_disks = counters.len();
         let empty = |at| Edge {
             at,
-            busy: vec![Span::ZERO; n_disks],
+            busy: vec![Busy::default(); n_disks],
             backlog: Backlog::default(),
         };
         let (start, end) = match (self.start, self.end) {
@@ -235,7 +235,8 @@ impl Collector {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let busy = end.busy[i].0.saturating_sub(start.busy[i].0);
+                let by_cause = end.busy[i].since(&start.busy[i]);
+                let busy = by_cause.total().0;
                 assert!(
                     busy <= window.0,
                     "disk {i} busy {busy} ns in a window of {} ns",
@@ -255,6 +256,7 @@ impl Collector {
                     } else {
                         Some(c.sched.picks as f64 / c.sched.reversals as f64)
                     },
+                    utilization_by_cause: CauseShares::of(&by_cause, window),
                     aged_picks: c.sched.aged_picks,
                     propagations: c.propagations,
                     map_logging_ms: c.map_logging.as_ms_f64(),

@@ -1,7 +1,7 @@
 //! The report of one run: a serde struct, printed as a table for people and as JSON/CSV for
 //! programs. Field meanings are documented in `docs/report.md`.
 
-use crate::engine::Backlog;
+use crate::engine::{Backlog, CauseShares};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -61,6 +61,8 @@ pub struct DiskReport {
     pub disk: usize,
     /// Fraction of the measurement window the disk was busy.
     pub utilization: f64,
+    /// The same, split by why the disk was busy (the shares sum to `utilization`).
+    pub utilization_by_cause: CauseShares,
     /// Operations the disk served during the whole run.
     pub ops: u64,
     /// Sweep direction reversals (LOOK, SCAN, C-LOOK), whole run.

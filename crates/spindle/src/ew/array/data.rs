@@ -122,7 +122,7 @@ impl EwArray {
         if self.data.is_some() {
             return true;
         }
-        let fresh = self.seq == 0 && self.version == 0 && self.now == Nanos::ZERO;
+        let fresh = self.seq == 0 && self.version == 0 && self.out.now() == Nanos::ZERO;
         if !fresh || self.map_cfg.sector_bytes != self.drive.geometry().sector_bytes() {
             return false;
         }
@@ -281,9 +281,7 @@ impl EwArray {
         let op = self.op(id);
         let bs = self.block_sectors;
         let lba = u64::from(op.block) * u64::from(bs);
-        let host = op
-            .slot
-            .map(|s| Bytes::Host(self.slots[s].as_ref().expect("live slot").req.id));
+        let host = op.slot.map(|s| Bytes::Host(self.host.get(s).req.id));
         let dest = Run {
             lba: xfer.lba,
             sectors: xfer.sectors,

@@ -7,6 +7,7 @@ use super::tests::{assert_settled, config, drive};
 use super::*;
 use crate::drive::Run;
 use crate::engine::Bytes;
+use crate::engine::Completion;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
