@@ -14,8 +14,9 @@ use crate::layout::{Layout, LayoutConfig, Placement, Shape};
 use crate::metrics::Report;
 use crate::sched::Policy;
 use crate::sim::{self, Arrivals, ReplayRequests, SimError, Window, Workload};
+use crate::workload::process_groups::{Burst, GroupsParams, ProcessGroups};
 use crate::workload::synthetic::{Generator, Mix, Poisson};
-use crate::Span;
+use crate::{Nanos, Span};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -244,6 +245,8 @@ pub enum WorkloadKind {
     Trace,
     /// A DiskSim validate trace replayed closed-loop with its think times.
     Validate,
+    /// Process groups with history-buffer locality and bursts (Varma & Jacobson, ISCA '95).
+    Groups,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -252,8 +255,9 @@ pub struct WorkloadSpec {
     pub kind: WorkloadKind,
     #[serde(default = "one_u32")]
     pub queue_depth: u32,
-    #[serde(default = "one_f64")]
-    pub read_fraction: f64,
+    /// Absent: 1.0, or the paper's 0.6 for `groups` ([`WorkloadSpec::read_fraction`]).
+    #[serde(default, rename = "read_fraction")]
+    pub read_fraction_given: Option<f64>,
     #[serde(default = "four_k")]
     pub size_bytes: u64,
     /// A size distribution `[[bytes, weight], …]`; replaces `size_bytes`.
@@ -273,6 +277,125 @@ pub struct WorkloadSpec {
     pub trace: Option<TraceSpec>,
     #[serde(default)]
     pub validate: Option<ValidateSpec>,
+    /// `kind = "groups"`: the process groups; absent: the paper's defaults.
+    #[serde(default)]
+    pub groups: Option<GroupsSpec>,
+}
+
+impl WorkloadSpec {
+    /// The fraction of reads: as given, else 0.6 for `groups` (the paper's 40 % writes) and
+    /// 1.0 for the other kinds.
+    pub fn read_fraction(&self) -> f64 {
+        self.read_fraction_given
+            .unwrap_or(if self.kind == WorkloadKind::Groups {
+                0.6
+            } else {
+                1.0
+            })
+    }
+}
+
+/// `[workload.groups]`: the process-group workload (docs/workload.md). The rate, the read
+/// fraction and the data set are `[workload]`'s `rate_iops`, `read_fraction` and
+/// `data_set_bytes`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupsSpec {
+    /// Process groups N.
+    #[serde(default = "groups_count")]
+    pub count: u32,
+    /// Groups addressing the whole data set (the last ones); the others a subset each.
+    #[serde(default = "one_u32")]
+    pub global_groups: u32,
+    /// A subset group's share of the data set (one contiguous run at a random block).
+    #[serde(default = "groups_subset")]
+    pub subset_fraction: f64,
+    /// The unit of addresses and sizes.
+    #[serde(default = "four_k")]
+    pub block_bytes: u64,
+    /// Mean request size in blocks (a discretised half-normal from one block).
+    #[serde(default = "groups_mean_blocks")]
+    pub mean_blocks: f64,
+    /// The history buffers' total size, split evenly among the groups.
+    #[serde(default = "groups_history")]
+    pub history_bytes: u64,
+    /// Chance a read takes an address from its group's history.
+    #[serde(default = "groups_read_history")]
+    pub read_history_fraction: f64,
+    /// Chance a write takes an address from its group's history.
+    #[serde(default = "groups_write_history")]
+    pub write_history_fraction: f64,
+    /// Of the writes using the history, the share taking an old write (the rest an old read).
+    #[serde(default = "groups_write_from_writes")]
+    pub write_from_writes_fraction: f64,
+    /// σ of the half-normal history position, as a fraction of the history's length.
+    #[serde(default = "groups_sigma")]
+    pub history_sigma_fraction: f64,
+    /// Coefficient of variation (sd / mean) of each group's normal inter-arrival gaps.
+    #[serde(default = "groups_cv")]
+    pub arrival_cv: f64,
+    /// Rate multiplier during bursts (default 3 when bursts are on).
+    #[serde(default)]
+    pub burst_factor: Option<f64>,
+    /// Bursts: each lasts this long (seconds); absent: no bursts.
+    #[serde(default)]
+    pub burst_length_s: Option<f64>,
+    /// Bursts repeat with this period (seconds).
+    #[serde(default)]
+    pub burst_period_s: Option<f64>,
+    /// The first (or only) burst begins here (seconds); periodic default: period − length.
+    #[serde(default)]
+    pub burst_start_s: Option<f64>,
+}
+
+fn groups_count() -> u32 {
+    crate::workload::process_groups::DEFAULT_GROUPS
+}
+fn groups_subset() -> f64 {
+    crate::workload::process_groups::DEFAULT_SUBSET_FRACTION
+}
+fn groups_mean_blocks() -> f64 {
+    crate::workload::process_groups::DEFAULT_MEAN_BLOCKS
+}
+fn groups_history() -> u64 {
+    crate::workload::process_groups::DEFAULT_HISTORY_BYTES
+}
+fn groups_read_history() -> f64 {
+    crate::workload::process_groups::DEFAULT_READ_HISTORY_FRACTION
+}
+fn groups_write_history() -> f64 {
+    crate::workload::process_groups::DEFAULT_WRITE_HISTORY_FRACTION
+}
+fn groups_write_from_writes() -> f64 {
+    crate::workload::process_groups::DEFAULT_WRITE_FROM_WRITES_FRACTION
+}
+fn groups_sigma() -> f64 {
+    crate::workload::process_groups::DEFAULT_HISTORY_SIGMA_FRACTION
+}
+fn groups_cv() -> f64 {
+    crate::workload::process_groups::DEFAULT_ARRIVAL_CV
+}
+
+impl Default for GroupsSpec {
+    fn default() -> Self {
+        GroupsSpec {
+            count: groups_count(),
+            global_groups: 1,
+            subset_fraction: groups_subset(),
+            block_bytes: four_k(),
+            mean_blocks: groups_mean_blocks(),
+            history_bytes: groups_history(),
+            read_history_fraction: groups_read_history(),
+            write_history_fraction: groups_write_history(),
+            write_from_writes_fraction: groups_write_from_writes(),
+            history_sigma_fraction: groups_sigma(),
+            arrival_cv: groups_cv(),
+            burst_factor: None,
+            burst_length_s: None,
+            burst_period_s: None,
+            burst_start_s: None,
+        }
+    }
 }
 
 fn one_f64() -> f64 {
@@ -979,10 +1102,10 @@ impl Experiment {
             workload_label,
         } = self.prepare(read_file, open_trace, open_validate)?;
         let s = &self.spec;
-        let trace_key = if s.workload.kind == WorkloadKind::Validate {
-            "workload.validate.path"
-        } else {
-            "workload.trace.path"
+        let trace_key = match s.workload.kind {
+            WorkloadKind::Validate => "workload.validate.path",
+            WorkloadKind::Groups => "workload.groups",
+            _ => "workload.trace.path",
         };
         let array_disks = array.disk_count();
         let mut report = sim::run(array, workload, window, progress).map_err(|e| match e {
@@ -1032,6 +1155,9 @@ impl Experiment {
         if synthetic && warmup + cooldown >= r.requests {
             return Err(self.error("run.warmup_requests", format!("warm-up ({warmup}) plus cool-down ({cooldown}) leave no measured requests of {}", r.requests)));
         }
+        if w.groups.is_some() && w.kind != WorkloadKind::Groups {
+            return Err(self.error("workload.groups", "applies to kind = \"groups\""));
+        }
         let workload_label;
         let workload = match w.kind {
             WorkloadKind::Closed | WorkloadKind::Open => {
@@ -1059,7 +1185,7 @@ impl Experiment {
                     workload_label = format!(
                         "closed Q={}, {:.0}% reads, {size_label}{seq}",
                         w.queue_depth,
-                        100.0 * w.read_fraction
+                        100.0 * w.read_fraction()
                     );
                     Workload::Closed {
                         generator: Generator::new(mix, w.queue_depth as usize, s.seed),
@@ -1082,7 +1208,7 @@ impl Experiment {
                     }
                     workload_label = format!(
                         "open {rate} IOPS, {:.0}% reads, {size_label}{seq}",
-                        100.0 * w.read_fraction
+                        100.0 * w.read_fraction()
                     );
                     let mut generator = Generator::new(mix, 1, s.seed);
                     let mut poisson = Poisson::new(rate, s.seed ^ 0x9e37_79b9_7f4a_7c15);
@@ -1163,6 +1289,30 @@ impl Experiment {
                 }
                 workload_label = format!("validate trace {} (closed loop, think times)", v.path);
                 Workload::Replay { requests, count }
+            }
+            WorkloadKind::Groups => {
+                let params = self.groups_params(w, sector_bytes, capacity_bytes)?;
+                let block_bytes = w.groups.as_ref().map_or(4096, |g| g.block_bytes);
+                workload_label = groups_label(&params, block_bytes);
+                let n = r.requests;
+                let mut stream = ProcessGroups::new(params, s.seed);
+                let arrivals: Arrivals<'_> = Box::new((0..n).map(move |id| {
+                    let g = stream.next().ok_or_else(|| {
+                        format!("request {id}: arrival times passed 2^64 ns (about 584 years)")
+                    })?;
+                    Ok(HostRequest {
+                        id,
+                        op: g.op,
+                        lba: g.lba,
+                        sectors: g.sectors,
+                        arrival: g.arrival,
+                    })
+                }));
+                Workload::Timed {
+                    arrivals,
+                    requests: Some(n),
+                    max_outstanding: None,
+                }
             }
         };
         Ok(Prepared {
@@ -1349,10 +1499,10 @@ impl Experiment {
         sector_bytes: u64,
         capacity_bytes: u64,
     ) -> Result<Mix, ConfigError> {
-        if !(0.0..=1.0).contains(&w.read_fraction) {
+        if !(0.0..=1.0).contains(&w.read_fraction()) {
             return Err(self.error(
                 "workload.read_fraction",
-                format!("must be within 0..1, got {}", w.read_fraction),
+                format!("must be within 0..1, got {}", w.read_fraction()),
             ));
         }
         if !(0.0..=1.0).contains(&w.sequential_fraction) {
@@ -1404,7 +1554,7 @@ impl Experiment {
             ));
         }
         Ok(Mix {
-            read_fraction: w.read_fraction,
+            read_fraction: w.read_fraction(),
             sizes,
             alignment_sectors: w.alignment_bytes / sector_bytes,
             span_start: 0,
@@ -1412,6 +1562,174 @@ impl Experiment {
             sequential_fraction: w.sequential_fraction,
         })
     }
+}
+
+impl Experiment {
+    /// `kind = "groups"`: `[workload]` and `[workload.groups]` in blocks and nanoseconds,
+    /// checked; every error names its key.
+    fn groups_params(
+        &self,
+        w: &WorkloadSpec,
+        sector_bytes: u64,
+        capacity_bytes: u64,
+    ) -> Result<GroupsParams, ConfigError> {
+        let default = GroupsSpec::default();
+        let g = w.groups.as_ref().unwrap_or(&default);
+        let key = |k: &str| format!("workload.groups.{k}");
+        if g.block_bytes == 0 || !g.block_bytes.is_multiple_of(sector_bytes) {
+            return Err(self.error(
+                &key("block_bytes"),
+                format!(
+                    "must be a positive multiple of the {sector_bytes}-byte sector, got {}",
+                    g.block_bytes
+                ),
+            ));
+        }
+        let block_sectors = u32::try_from(g.block_bytes / sector_bytes)
+            .map_err(|_| self.error(&key("block_bytes"), "must be below 2^32 sectors"))?;
+        let data_set = w.data_set_bytes.unwrap_or(capacity_bytes);
+        if data_set > capacity_bytes {
+            return Err(self.error(
+                "workload.data_set_bytes",
+                format!("{data_set} bytes do not fit the array's {capacity_bytes} bytes"),
+            ));
+        }
+        let data_set_blocks = data_set / g.block_bytes;
+        if data_set_blocks == 0 {
+            return Err(self.error(
+                "workload.data_set_bytes",
+                format!(
+                    "{data_set} bytes hold no whole {}-byte block",
+                    g.block_bytes
+                ),
+            ));
+        }
+        let rate_per_s = w.rate_iops.ok_or_else(|| {
+            self.error(
+                "workload.rate_iops",
+                "a groups workload needs an arrival rate (all groups together)",
+            )
+        })?;
+        let params = GroupsParams {
+            groups: g.count,
+            global_groups: g.global_groups,
+            subset_fraction: g.subset_fraction,
+            rate_per_s,
+            read_fraction: w.read_fraction(),
+            block_sectors,
+            data_set_blocks,
+            mean_blocks: g.mean_blocks,
+            history_blocks: g.history_bytes / g.block_bytes,
+            read_history_fraction: g.read_history_fraction,
+            write_history_fraction: g.write_history_fraction,
+            write_from_writes_fraction: g.write_from_writes_fraction,
+            history_sigma_fraction: g.history_sigma_fraction,
+            arrival_cv: g.arrival_cv,
+            burst: self.groups_burst(g)?,
+        };
+        params.check().map_err(|e| {
+            let k = match e.key {
+                "rate_iops" | "read_fraction" => format!("workload.{}", e.key),
+                other => key(other),
+            };
+            self.error(&k, e.msg)
+        })?;
+        Ok(params)
+    }
+
+    /// The bursts of `[workload.groups]`: none without `burst_length_s`.
+    fn groups_burst(&self, g: &GroupsSpec) -> Result<Option<Burst>, ConfigError> {
+        let key = |k: &str| format!("workload.groups.{k}");
+        // Seconds to nanoseconds, within 0 ..= 10^9 s (2^64 ns is 1.8·10^10 s).
+        let ns = |k: &str, v: f64, zero_ok: bool| -> Result<u64, ConfigError> {
+            if v.is_finite() && v <= 1e9 && (v > 0.0 || (zero_ok && v == 0.0)) {
+                return Ok((v * 1e9).round() as u64);
+            }
+            let rule = if zero_ok { ">= 0" } else { "> 0" };
+            Err(self.error(
+                &key(k),
+                format!("must be {rule} and at most 1e9 seconds, got {v}"),
+            ))
+        };
+        let Some(length_s) = g.burst_length_s else {
+            for (k, given) in [
+                ("burst_factor", g.burst_factor.is_some()),
+                ("burst_period_s", g.burst_period_s.is_some()),
+                ("burst_start_s", g.burst_start_s.is_some()),
+            ] {
+                if given {
+                    return Err(self.error(
+                        &key(k),
+                        "needs workload.groups.burst_length_s (bursts are off without it)",
+                    ));
+                }
+            }
+            return Ok(None);
+        };
+        let length = ns("burst_length_s", length_s, false)?;
+        let period = match g.burst_period_s {
+            None => None,
+            Some(p) => {
+                let p = ns("burst_period_s", p, false)?;
+                if p <= length {
+                    return Err(self.error(
+                        &key("burst_period_s"),
+                        format!(
+                            "must be longer than burst_length_s ({length_s}), got {}",
+                            g.burst_period_s.unwrap_or_default()
+                        ),
+                    ));
+                }
+                Some(p)
+            }
+        };
+        let start = match (g.burst_start_s, period) {
+            (Some(s), _) => ns("burst_start_s", s, true)?,
+            (None, Some(p)) => p - length,
+            (None, None) => {
+                return Err(self.error(
+                    &key("burst_length_s"),
+                    "needs burst_start_s (one burst) or burst_period_s (periodic bursts)",
+                ))
+            }
+        };
+        Ok(Some(Burst {
+            factor: g
+                .burst_factor
+                .unwrap_or(crate::workload::process_groups::DEFAULT_BURST_FACTOR),
+            start: Nanos(start),
+            length: Span(length),
+            period: period.map(Span),
+        }))
+    }
+}
+
+/// A groups workload as a report names it.
+fn groups_label(p: &GroupsParams, block_bytes: u64) -> String {
+    let subset = p.groups - p.global_groups;
+    let mut s = format!(
+        "groups {} ({subset} × {}% + {} whole), {} IOPS, {:.0}% reads, mean {} × {} KiB blocks",
+        p.groups,
+        100.0 * p.subset_fraction,
+        p.global_groups,
+        p.rate_per_s,
+        100.0 * p.read_fraction,
+        p.mean_blocks,
+        block_bytes as f64 / 1024.0,
+    );
+    if let Some(b) = p.burst {
+        let secs = |n: u64| n as f64 / 1e9;
+        s += &format!(
+            ", bursts ×{} of {} s from {} s",
+            b.factor,
+            secs(b.length.0),
+            secs(b.start.0)
+        );
+        if let Some(period) = b.period {
+            s += &format!(" every {} s", secs(period.0));
+        }
+    }
+    s
 }
 
 /// An experiment ready to simulate ([`Experiment::prepare`]).

@@ -60,7 +60,9 @@ fn row_cost(spec: &crate::config::ExperimentSpec) -> f64 {
     use crate::sched::Policy;
     let a = &spec.array;
     let requests = match spec.workload.kind {
-        WorkloadKind::Closed | WorkloadKind::Open => spec.run.requests as f64,
+        WorkloadKind::Closed | WorkloadKind::Open | WorkloadKind::Groups => {
+            spec.run.requests as f64
+        }
         WorkloadKind::Trace | WorkloadKind::Validate => 100_000.0,
     };
     let dims = |d: Option<f64>| d.unwrap_or(1.0).max(1.0);

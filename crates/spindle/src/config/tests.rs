@@ -219,3 +219,178 @@ fn impossible_layout_shapes_name_the_key() {
     let e = shape_of(&["array.layout=sr-array", "array.ds=0", "array.dr=2"]).unwrap_err();
     assert!(e.contains("array.ds") && e.contains(">= 1"), "{e}");
 }
+
+/// `kind = "groups"` on two striped disks of the test drive (1,000,000 sectors each; the
+/// data set is one disk, 125,000 blocks of 4 KiB).
+const GROUPS: &str = r#"seed = 3
+[drive]
+model = "drives/test.toml"
+[array]
+layout = "striping"
+disks = 2
+[workload]
+kind = "groups"
+rate_iops = 100.0
+[workload.groups]
+subset_fraction = 0.01
+[run]
+requests = 3000
+"#;
+
+#[test]
+fn a_groups_experiment_runs_reports_and_repeats() {
+    let r = run(GROUPS, &[]).unwrap();
+    assert!(
+        r.workload
+            .starts_with("groups 10 (9 × 1% + 1 whole), 100 IOPS, 60% reads"),
+        "{}",
+        r.workload
+    );
+    assert_eq!(r.requests, 2100, "middle 70 % of 3,000");
+    // 2,100 measured requests: the read share's binomial sd is 0.011; allow 0.05.
+    let reads = r.latency.read.count as f64 / r.latency.all.count as f64;
+    assert!((reads - 0.6).abs() < 0.05, "read share {reads}");
+    // 100 IOPS offered, far below two disks' capacity: each group's ~210 gaps have a
+    // relative sd of 0.5/√210 = 3.5 %, the ten together ≈ 1.1 %; allow 5 %.
+    let offered = r
+        .offered_iops
+        .expect("a timed workload reports its offered rate");
+    assert!((offered / 100.0 - 1.0).abs() < 0.05, "offered {offered}");
+    assert!(!r.saturated);
+    let a = serde_json::to_string(&r).unwrap();
+    let b = serde_json::to_string(&run(GROUPS, &[]).unwrap()).unwrap();
+    assert_eq!(a, b, "same seed, same report");
+    let c = serde_json::to_string(&run(GROUPS, &["seed=4"]).unwrap()).unwrap();
+    assert_ne!(a, c, "another seed, another report");
+}
+
+#[test]
+fn groups_run_on_every_layout() {
+    let layouts = [
+        "layout = \"jbod\"\ndisks = 2",
+        "layout = \"striping\"\ndisks = 2",
+        "layout = \"mirror\"\ndisks = 2",
+        "layout = \"raid-10\"\ndisks = 4",
+        "layout = \"striped-mirror\"\nds = 2\ndm = 2",
+        "layout = \"sr-array\"\nds = 1\ndr = 2",
+        "layout = \"sr-mirror\"\nds = 1\ndr = 2\ndm = 2",
+        // Eager writing needs free room: half a disk's data set.
+        "layout = \"ew-array\"\ndm = 1\nds = 1\ndd = 2\ndata_set_bytes = 250000000",
+        "layout = \"ddm\"\nds = 1\ndd = 2\ndata_set_bytes = 250000000",
+    ];
+    for l in layouts {
+        let text = GROUPS
+            .replace("layout = \"striping\"\ndisks = 2", l)
+            .replace("requests = 3000", "requests = 600");
+        let text = text.replace(
+            "subset_fraction = 0.01",
+            "subset_fraction = 0.01\nburst_period_s = 2.0\nburst_length_s = 0.5",
+        );
+        let r = run(&text, &[]).unwrap_or_else(|e| panic!("{l}: {e}"));
+        assert_eq!(r.requests, 420, "{l}");
+        assert!(r
+            .workload
+            .contains("bursts ×3 of 0.5 s from 1.5 s every 2 s"));
+    }
+}
+
+#[test]
+fn groups_read_fraction_defaults_to_the_papers_and_other_kinds_keep_one() {
+    let exp = Experiment::parse(GROUPS, "exp.toml", &[]).unwrap();
+    assert_eq!(exp.spec.workload.read_fraction(), 0.6);
+    let exp = Experiment::parse(EXP, "exp.toml", &["workload.read_fraction=0.25".into()]);
+    assert_eq!(exp.unwrap().spec.workload.read_fraction(), 0.25);
+    let closed = EXP.replace("read_fraction = 0.6\n", "");
+    let exp = Experiment::parse(&closed, "exp.toml", &[]).unwrap();
+    assert_eq!(exp.spec.workload.read_fraction(), 1.0);
+}
+
+#[test]
+fn groups_errors_name_their_keys() {
+    // The file's line when the key is in it.
+    let text = GROUPS.replace("subset_fraction = 0.01", "subset_fraction = 0.0");
+    assert_eq!(
+        run(&text, &[]).unwrap_err().to_string(),
+        "exp.toml: line 11: workload.groups.subset_fraction: must be in (0, 1], got 0"
+    );
+    let text = GROUPS.replace("subset_fraction = 0.01", "subset_fractoin = 0.01");
+    let err = run(&text, &[]).unwrap_err().to_string();
+    assert!(
+        err.contains("line 11") && err.contains("subset_fractoin"),
+        "{err}"
+    );
+    let cases: [(&str, &str); 14] = [
+        ("workload.rate_iops=0.001", "workload.rate_iops"),
+        ("workload.read_fraction=1.5", "workload.read_fraction"),
+        ("workload.groups.count=0", "workload.groups.count"),
+        (
+            "workload.groups.global_groups=11",
+            "workload.groups.global_groups",
+        ),
+        (
+            "workload.groups.block_bytes=1000",
+            "workload.groups.block_bytes",
+        ),
+        (
+            "workload.groups.mean_blocks=0.5",
+            "workload.groups.mean_blocks",
+        ),
+        (
+            "workload.groups.history_bytes=4096",
+            "workload.groups.history_bytes",
+        ),
+        (
+            "workload.groups.arrival_cv=-1",
+            "workload.groups.arrival_cv",
+        ),
+        (
+            "workload.groups.write_history_fraction=2",
+            "workload.groups.write_history_fraction",
+        ),
+        (
+            "workload.groups.burst_factor=3",
+            "workload.groups.burst_factor",
+        ),
+        (
+            "workload.groups.burst_length_s=1",
+            "workload.groups.burst_length_s",
+        ),
+        // 1 % of 25 blocks is one block; requests of mean 2 blocks reach 13.
+        (
+            "workload.data_set_bytes=102400",
+            "workload.groups.subset_fraction",
+        ),
+        ("workload.data_set_bytes=100", "workload.data_set_bytes"),
+        ("workload.kind=\"closed\"", "workload.groups"),
+    ];
+    for (set, key) in cases {
+        let err = run(GROUPS, &[set]).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("{key} (from --set)")) || err.contains(&format!("{key}:")),
+            "{set}: {err}"
+        );
+    }
+    let err = run(GROUPS, &["workload.rate_iops=0.001"])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("each of the 10 groups"), "{err}");
+    let no_rate = GROUPS.replace("rate_iops = 100.0\n", "");
+    let err = run(&no_rate, &[]).unwrap_err().to_string();
+    assert!(
+        err.contains("workload.rate_iops: a groups workload needs"),
+        "{err}"
+    );
+    let err = run(
+        GROUPS,
+        &[
+            "workload.groups.burst_length_s=2",
+            "workload.groups.burst_period_s=2",
+        ],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("workload.groups.burst_period_s") && err.contains("longer than"),
+        "{err}"
+    );
+}

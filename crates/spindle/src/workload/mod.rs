@@ -1,4 +1,6 @@
-//! Workloads: synthetic generators and trace replay, producing host requests for a driver.
+//! Workloads: synthetic generators (closed and open loop, process groups) and trace replay,
+//! producing host requests for a driver.
 
+pub mod process_groups;
 pub mod synthetic;
 pub mod trace;
