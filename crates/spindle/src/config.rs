@@ -12,6 +12,7 @@ use crate::ew::map_log::{MapLogConfig, DEFAULT_NVRAM_BYTES, DEFAULT_PORTIONS};
 use crate::ew::{EwArray, EwConfig, EwPolicy, EwShape, FreeLayout};
 use crate::layout::{Layout, LayoutConfig, Placement, Shape};
 use crate::metrics::Report;
+use crate::raid5::ParityRotation;
 use crate::sched::Policy;
 use crate::sim::{self, Arrivals, ReplayRequests, SimError, Window, Workload};
 use crate::workload::process_groups::{Burst, GroupsParams, ProcessGroups};
@@ -113,6 +114,17 @@ pub struct ArraySpec {
     pub age_bound_ms: Option<f64>,
     #[serde(default = "yes")]
     pub random_phase: bool,
+    /// Parity layouts (raid-5, raid-4): disks per parity group G (absent: 5).
+    #[serde(default)]
+    pub group_width: Option<u32>,
+    /// Parity layouts: where each stripe's parity unit lies (absent: left-symmetric for
+    /// raid-5; raid-4 keeps it on a dedicated disk).
+    #[serde(default)]
+    pub parity_rotation: Option<ParityRotation>,
+    /// Parity layouts: a partial-stripe write covering more than this fraction of its
+    /// stripe's data is a reconstruct-write (absent: 0.5).
+    #[serde(default)]
+    pub reconstruct_fraction: Option<f64>,
 }
 
 /// The layouts by name; all but JBOD are SR-Mirror shapes Ds × Dr × Dm.
@@ -135,6 +147,12 @@ pub enum LayoutName {
     /// Doubly Distorted Mirror (EW-Array paper, 6.2).
     #[serde(alias = "doubly-distorted-mirror")]
     Ddm,
+    /// Parity groups with rotated parity.
+    #[serde(rename = "raid-5", alias = "raid5")]
+    Raid5,
+    /// Parity groups with a dedicated parity disk.
+    #[serde(rename = "raid-4", alias = "raid4")]
+    Raid4,
 }
 
 /// A scheduling policy by name: a disk policy of [`Policy`] or an eager-writing one.
@@ -183,12 +201,19 @@ impl LayoutName {
             LayoutName::SrMirror => "sr-mirror",
             LayoutName::EwArray => "ew-array",
             LayoutName::Ddm => "ddm",
+            LayoutName::Raid5 => "raid-5",
+            LayoutName::Raid4 => "raid-4",
         }
     }
 
     /// The eager-writing layouts.
     pub fn is_eager(self) -> bool {
         matches!(self, LayoutName::EwArray | LayoutName::Ddm)
+    }
+
+    /// The parity layouts.
+    pub fn is_parity(self) -> bool {
+        matches!(self, LayoutName::Raid5 | LayoutName::Raid4)
     }
 }
 
@@ -233,6 +258,9 @@ impl Default for ArraySpec {
             scheduler: None,
             age_bound_ms: None,
             random_phase: true,
+            group_width: None,
+            parity_rotation: None,
+            reconstruct_fraction: None,
         }
     }
 }
@@ -858,13 +886,10 @@ impl Experiment {
                 v => Ok(v),
             }
         };
-        if a.layout.is_eager() {
+        if a.layout.is_eager() || a.layout.is_parity() {
             return Err(self.error(
                 "array.layout",
-                format!(
-                    "\"{}\" is an eager-writing layout, not Ds x Dr x Dm",
-                    a.layout.name()
-                ),
+                format!("\"{}\" is not a Ds x Dr x Dm layout", a.layout.name()),
             ));
         }
         let ds = match a.ds {
@@ -910,7 +935,9 @@ impl Experiment {
             LayoutName::StripedMirror => [None, Some(1), None],
             LayoutName::SrArray => [None, None, Some(1)],
             LayoutName::SrMirror => [None, None, None],
-            LayoutName::EwArray | LayoutName::Ddm => unreachable!("handled above"),
+            LayoutName::EwArray | LayoutName::Ddm | LayoutName::Raid5 | LayoutName::Raid4 => {
+                unreachable!("handled above")
+            }
         };
         let names = ["ds", "dr", "dm"];
         let mut dims = [ds, dr, dm];
@@ -1347,8 +1374,30 @@ impl Experiment {
             }
         };
         let drive = Arc::new(drive);
+        if !a.layout.is_parity() {
+            for (key, given) in [
+                ("array.group_width", a.group_width.is_some()),
+                ("array.parity_rotation", a.parity_rotation.is_some()),
+                (
+                    "array.reconstruct_fraction",
+                    a.reconstruct_fraction.is_some(),
+                ),
+            ] {
+                if given {
+                    return Err(self.error(
+                        key,
+                        format!(
+                            "applies to the parity layouts (raid-5, raid-4), not \"{}\"",
+                            a.layout.name()
+                        ),
+                    ));
+                }
+            }
+        }
         let built = if a.layout.is_eager() {
             self.build_ew(&drive, age_bound)?
+        } else if a.layout.is_parity() {
+            self.build_parity(&drive, age_bound)?
         } else {
             self.build_sr(&drive, age_bound)?
         };
@@ -1776,5 +1825,6 @@ struct Prepared {
     workload_label: String,
 }
 
+mod parity;
 #[cfg(test)]
 mod tests;

@@ -12,6 +12,7 @@ pub mod engine;
 pub mod ew;
 pub mod layout;
 pub mod metrics;
+pub mod raid5;
 pub mod sched;
 pub mod sim;
 pub mod sweep;

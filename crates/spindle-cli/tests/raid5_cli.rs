@@ -1,0 +1,106 @@
+//! Parity arrays (`raid-5`, `raid-4`) from the CLI, as a user runs them.
+
+use std::path::Path;
+mod common;
+use common::{spindle, stderr};
+
+fn experiment(dir: &Path, body: &str) -> String {
+    let path = dir.join("exp.toml");
+    std::fs::write(&path, body).unwrap();
+    path.display().to_string()
+}
+
+/// Two groups of five HP 97560s, 36 KiB stripe units, single 4 KiB blocks (never across a
+/// unit): every write is one read-modify-write.
+fn body(layout: &str, read_fraction: f64) -> String {
+    format!(
+        "seed = 3\n[drive]\nmodel = \"hp97560\"\n[array]\nlayout = \"{layout}\"\ndisks = 10\n\
+         stripe_unit_bytes = 36864\n[workload]\nkind = \"open\"\nrate_iops = 60\n\
+         read_fraction = {read_fraction}\nsize_bytes = 4096\n[run]\nrequests = 2000\n"
+    )
+}
+
+fn run_json(dir: &Path, body: &str) -> serde_json::Value {
+    let exp = experiment(dir, body);
+    let o = spindle(&["run", &exp, "--json", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).expect("one JSON object")
+}
+
+fn ops(v: &serde_json::Value) -> Vec<u64> {
+    v["disks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["ops"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_small_write_costs_four_accesses_and_is_charged_to_host_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = run_json(dir.path(), &body("raid-5", 0.0));
+    // 2,000 single-block writes, each reading and writing its data and its parity.
+    assert_eq!(ops(&v).iter().sum::<u64>(), 4 * 2000);
+    for d in v["disks"].as_array().unwrap() {
+        let c = &d["utilization_by_cause"];
+        assert_eq!(c["host_read"].as_f64(), Some(0.0), "{d}");
+        let u = d["utilization"].as_f64().unwrap();
+        assert!((c["host_write"].as_f64().unwrap() - u).abs() < 1e-9, "{d}");
+    }
+    // Reads cost one access each.
+    let v = run_json(dir.path(), &body("raid-5", 1.0));
+    assert_eq!(ops(&v).iter().sum::<u64>(), 2000);
+}
+
+#[test]
+fn raid_4_puts_every_parity_access_on_the_dedicated_disks() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = run_json(dir.path(), &body("raid-4", 0.0));
+    let o = ops(&v);
+    // Half of each write's four accesses are its parity's: all on disks 4 and 9.
+    assert_eq!(o[4] + o[9], 2 * 2000, "{o:?}");
+    // RAID-5 spreads them: no disk takes more than a fifth of all accesses plus noise
+    // (2,000 writes over 10 disks: a disk's share varies by a few per cent).
+    let v = run_json(dir.path(), &body("raid-5", 0.0));
+    let o = ops(&v);
+    assert!(o.iter().all(|&n| n < 8000 / 10 * 13 / 10), "{o:?}");
+}
+
+#[test]
+fn impossible_parity_arrays_fail_with_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for (extra, key) in [
+        ("disks = 7\n", "array.disks"),
+        ("group_width = 2\n", "array.group_width"),
+        (
+            "parity_rotation = \"left-symmetric\"\n",
+            "array.parity_rotation",
+        ),
+        ("reconstruct_fraction = 1.5\n", "array.reconstruct_fraction"),
+        ("dm = 2\n", "array.dm"),
+    ] {
+        let layout = if key == "array.parity_rotation" {
+            "raid-4"
+        } else {
+            "raid-5"
+        };
+        let text = body(layout, 0.5)
+            .replace("disks = 10\n", "")
+            .replace("[array]\n", &format!("[array]\n{extra}"));
+        let text = if extra.starts_with("disks") {
+            text
+        } else {
+            text.replace("[array]\n", "[array]\ndisks = 10\n")
+        };
+        let exp = experiment(dir.path(), &text);
+        let o = spindle(&["run", &exp]);
+        assert!(!o.status.success(), "{extra} accepted");
+        assert!(stderr(&o).contains(key), "{extra}: {}", stderr(&o));
+    }
+    // A parity key on another layout.
+    let text = body("striping", 0.5).replace("[array]\n", "[array]\ngroup_width = 5\n");
+    let o = spindle(&["run", &experiment(dir.path(), &text)]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("array.group_width"), "{}", stderr(&o));
+}
