@@ -15,7 +15,7 @@ fn experiment(dir: &Path, body: &str) -> String {
 fn body(layout: &str, read_fraction: f64) -> String {
     format!(
         "seed = 3\n[drive]\nmodel = \"hp97560\"\n[array]\nlayout = \"{layout}\"\ndisks = 10\n\
-         stripe_unit_bytes = 36864\n[workload]\nkind = \"open\"\nrate_iops = 60\n\
+         stripe_unit_bytes = 36864\nwrite_cache_bytes = 0\n[workload]\nkind = \"open\"\nrate_iops = 60\n\
          read_fraction = {read_fraction}\nsize_bytes = 4096\n[run]\nrequests = 2000\n"
     )
 }

@@ -6,6 +6,7 @@
 //! a `read_file` function used for drive files and traces named by an experiment.
 
 use crate::array::{Array, ArrayConfig, WritePolicy, DEFAULT_NVRAM_ENTRIES};
+use crate::cache::CostEstimate;
 use crate::drive::{builtin_drive, parse_drive, Drive};
 use crate::engine::{Engine, HostRequest};
 use crate::ew::map_log::{MapLogConfig, DEFAULT_NVRAM_BYTES, DEFAULT_PORTIONS};
@@ -125,6 +126,38 @@ pub struct ArraySpec {
     /// stripe's data is a reconstruct-write (absent: 0.5).
     #[serde(default)]
     pub reconstruct_fraction: Option<f64>,
+    /// Parity layouts: the non-volatile write cache (absent: 1 MiB; 0: no caches, every
+    /// write a classic update).
+    #[serde(default)]
+    pub write_cache_bytes: Option<u64>,
+    /// Parity layouts: the volatile read cache (absent: 8 MiB).
+    #[serde(default)]
+    pub read_cache_bytes: Option<u64>,
+    /// Parity layouts: write-cache blocks kept for newly computed parity (absent: 3).
+    #[serde(default)]
+    pub parity_reserve_blocks: Option<u32>,
+    /// Parity layouts: the destage algorithm (absent: linear-threshold).
+    #[serde(default)]
+    pub destage: Option<DestageName>,
+    /// `destage = "high-low"`: the marks (absent: 0.7 and 0.3).
+    #[serde(default)]
+    pub destage_high_mark: Option<f64>,
+    #[serde(default)]
+    pub destage_low_mark: Option<f64>,
+    /// `destage = "regions"`: the destage-cost estimate (absent: average).
+    #[serde(default)]
+    pub destage_estimate: Option<CostEstimate>,
+}
+
+/// A destage algorithm by name (Varma & Jacobson, section II).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DestageName {
+    Fcfs,
+    LeastCost,
+    HighLow,
+    LinearThreshold,
+    Regions,
 }
 
 /// The layouts by name; all but JBOD are SR-Mirror shapes Ds × Dr × Dm.
@@ -261,6 +294,13 @@ impl Default for ArraySpec {
             group_width: None,
             parity_rotation: None,
             reconstruct_fraction: None,
+            write_cache_bytes: None,
+            read_cache_bytes: None,
+            parity_reserve_blocks: None,
+            destage: None,
+            destage_high_mark: None,
+            destage_low_mark: None,
+            destage_estimate: None,
         }
     }
 }
@@ -1382,6 +1422,20 @@ impl Experiment {
                     "array.reconstruct_fraction",
                     a.reconstruct_fraction.is_some(),
                 ),
+                // A write cache of 0 bytes is true of every layout (a comparison may say so).
+                (
+                    "array.write_cache_bytes",
+                    a.write_cache_bytes.is_some_and(|b| b > 0),
+                ),
+                ("array.read_cache_bytes", a.read_cache_bytes.is_some()),
+                (
+                    "array.parity_reserve_blocks",
+                    a.parity_reserve_blocks.is_some(),
+                ),
+                ("array.destage", a.destage.is_some()),
+                ("array.destage_high_mark", a.destage_high_mark.is_some()),
+                ("array.destage_low_mark", a.destage_low_mark.is_some()),
+                ("array.destage_estimate", a.destage_estimate.is_some()),
             ] {
                 if given {
                     return Err(self.error(

@@ -145,6 +145,7 @@ fn edge(array: &dyn Engine, at: Nanos) -> Edge {
         at,
         busy: (0..array.disk_count()).map(|d| array.busy(d, at)).collect(),
         backlog: array.backlog(),
+        cache: array.cache(at),
     }
 }
 

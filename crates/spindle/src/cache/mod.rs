@@ -21,10 +21,12 @@
 //! Not here: the write cache itself (blocks, LRU, parity computation), overflow handling and
 //! the controller's queues — see `docs/destage.md` for how a controller uses this module.
 
+mod blocks;
 mod destage;
 mod regions;
 mod threshold;
 
+pub use blocks::{Absorbed, BlockAddr, Lru, ReadCache, WriteCache};
 pub use destage::{
     CacheLevel, DestageBatch, DestageError, DestagePolicy, DestageQueue, DestageRequest,
     DestageStats,

@@ -1,8 +1,13 @@
 //! Building a parity array (`raid-5`, `raid-4`) from `[array]`.
 
-use super::{Built, ConfigError, Experiment, LayoutName, SchedulerName, MAX_DISKS};
+use super::{
+    ArraySpec, Built, ConfigError, DestageName, Experiment, LayoutName, SchedulerName, MAX_DISKS,
+};
+use crate::cache::{DestagePolicy, HighLowGate};
 use crate::drive::Drive;
-use crate::raid5::{ParityLayout, ParityRotation, Raid5Array, Raid5Config};
+use crate::raid5::{
+    CacheConfig, ParityLayout, ParityRotation, Raid5Array, Raid5Config, BLOCK_BYTES,
+};
 use crate::sched::Policy;
 use crate::Span;
 use std::sync::Arc;
@@ -10,6 +15,11 @@ use std::sync::Arc;
 /// The paper's parity group: five disks (Varma & Jacobson, III.A).
 const DEFAULT_GROUP_WIDTH: u32 = 5;
 const DEFAULT_RECONSTRUCT_FRACTION: f64 = 0.5;
+/// The paper's caches (III.A): a 1 MB write cache, an 8 MB read cache, 3 blocks of the
+/// write cache kept for parity.
+const DEFAULT_WRITE_CACHE_BYTES: u64 = 1 << 20;
+const DEFAULT_READ_CACHE_BYTES: u64 = 8 << 20;
+const DEFAULT_PARITY_RESERVE: u32 = 3;
 
 impl Experiment {
     pub(super) fn build_parity(
@@ -115,13 +125,16 @@ impl Experiment {
                 ))
             }
         };
+        let cache = self.parity_cache(a, drive)?;
         let label = format!(
-            "{} {}x{} {} unit {} KiB",
+            "{} {}x{}{}",
             a.layout.name(),
             disks / width,
             width,
-            rotation.name(),
-            a.stripe_unit_bytes / 1024
+            match &cache {
+                Some(c) => format!(" wc{}K {}", c.write_blocks * 4, destage_label(a)),
+                None => String::new(),
+            }
         );
         let array = Raid5Array::new(
             drive.clone(),
@@ -133,6 +146,7 @@ impl Experiment {
                 noise: s.drive.noise,
                 seed: s.seed,
                 reconstruct_fraction,
+                cache,
             },
         )
         .map_err(|m| self.error("array", m))?;
@@ -142,5 +156,117 @@ impl Experiment {
             layout_label: label,
             scheduler_label: policy.to_string(),
         })
+    }
+}
+
+fn destage_label(a: &ArraySpec) -> &'static str {
+    match a.destage.unwrap_or(DestageName::LinearThreshold) {
+        DestageName::Fcfs => "fcfs",
+        DestageName::LeastCost => "least-cost",
+        DestageName::HighLow => "high-low",
+        DestageName::LinearThreshold => "linear",
+        DestageName::Regions => "regions",
+    }
+}
+
+impl Experiment {
+    /// The write and read caches of a parity array; `None` with `write_cache_bytes = 0`.
+    fn parity_cache(
+        &self,
+        a: &ArraySpec,
+        drive: &Drive,
+    ) -> Result<Option<CacheConfig>, ConfigError> {
+        let write = a.write_cache_bytes.unwrap_or(DEFAULT_WRITE_CACHE_BYTES);
+        let block = u64::from(BLOCK_BYTES);
+        if write == 0 {
+            for (key, given) in [
+                ("array.read_cache_bytes", a.read_cache_bytes.is_some()),
+                (
+                    "array.parity_reserve_blocks",
+                    a.parity_reserve_blocks.is_some(),
+                ),
+                ("array.destage", a.destage.is_some()),
+            ] {
+                if given {
+                    return Err(self.error(key, "needs a write cache (write_cache_bytes > 0)"));
+                }
+            }
+            return Ok(None);
+        }
+        let read = a.read_cache_bytes.unwrap_or(DEFAULT_READ_CACHE_BYTES);
+        for (key, v) in [
+            ("array.write_cache_bytes", write),
+            ("array.read_cache_bytes", read),
+        ] {
+            if !v.is_multiple_of(block) {
+                return Err(self.error(key, format!("must be whole {block}-byte blocks, got {v}")));
+            }
+        }
+        let reserve = a.parity_reserve_blocks.unwrap_or(DEFAULT_PARITY_RESERVE);
+        if reserve == 0 || u64::from(reserve) >= write / block {
+            return Err(self.error(
+                "array.parity_reserve_blocks",
+                format!(
+                    "must be at least 1 and fewer than the write cache's {} blocks, got {reserve}",
+                    write / block
+                ),
+            ));
+        }
+        let name = a.destage.unwrap_or(DestageName::LinearThreshold);
+        for (key, given, needs) in [
+            (
+                "array.destage_high_mark",
+                a.destage_high_mark.is_some(),
+                DestageName::HighLow,
+            ),
+            (
+                "array.destage_low_mark",
+                a.destage_low_mark.is_some(),
+                DestageName::HighLow,
+            ),
+            (
+                "array.destage_estimate",
+                a.destage_estimate.is_some(),
+                DestageName::Regions,
+            ),
+        ] {
+            if given && name != needs {
+                return Err(self.error(key, "does not apply to this destage algorithm"));
+            }
+        }
+        let policy = match name {
+            DestageName::Fcfs => DestagePolicy::Fcfs,
+            DestageName::LeastCost => DestagePolicy::LeastCost,
+            DestageName::HighLow => DestagePolicy::HighLow {
+                high: a.destage_high_mark.unwrap_or(HighLowGate::HIGH_DEFAULT),
+                low: a.destage_low_mark.unwrap_or(HighLowGate::LOW_DEFAULT),
+            },
+            DestageName::LinearThreshold => DestagePolicy::linear_threshold_default(),
+            DestageName::Regions => match DestagePolicy::regions_default() {
+                DestagePolicy::Regions {
+                    bands,
+                    regions_per_band,
+                    steps,
+                    controller_overhead,
+                    ..
+                } => DestagePolicy::Regions {
+                    bands,
+                    regions_per_band,
+                    steps,
+                    controller_overhead,
+                    estimate: a.destage_estimate.unwrap_or_default(),
+                },
+                other => other,
+            },
+        };
+        policy
+            .validate(drive)
+            .map_err(|e| self.error("array.destage", e.to_string()))?;
+        Ok(Some(CacheConfig {
+            write_blocks: (write / block) as usize,
+            read_blocks: (read / block) as usize,
+            parity_reserve: reserve as usize,
+            policy,
+        }))
     }
 }

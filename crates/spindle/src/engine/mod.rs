@@ -86,6 +86,24 @@ pub struct DiskCounters {
     pub sched: SchedStats,
 }
 
+/// A controller's write-cache counters, cumulative (a report takes differences over its
+/// window).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct CacheCounters {
+    pub capacity_blocks: u64,
+    /// ∫ occupied blocks dt, block·ns.
+    pub occupied_block_ns: u128,
+    pub host_write_blocks: u64,
+    /// Blocks written to disk: destaged data and parity, and classic updates' data and
+    /// parity.
+    pub disk_write_blocks: u64,
+    /// Host writes that found the write cache full.
+    pub overflows: u64,
+    pub host_reads: u64,
+    /// Host reads answered from the caches without a disk access.
+    pub read_hits: u64,
+}
+
 /// Deferred work a controller owes at an instant: disk operations no host request waits
 /// for (delayed replica writes, eager propagations, DDM home moves, map log appends, and
 /// later destage and cleaning), queued or running, and the NVRAM entries kept for them.
@@ -127,6 +145,12 @@ pub trait Engine: Send {
     /// The deferred work pending now (after the last event handled).
     fn backlog(&self) -> Backlog {
         Backlog::default()
+    }
+    /// The write cache's counters up to instant `t` (t ≥ the last event handled), for a
+    /// controller with one.
+    fn cache(&self, t: Nanos) -> Option<CacheCounters> {
+        let _ = t;
+        None
     }
     /// Time to rebuild the controller's volatile state after a crash now (eager-writing
     /// arrays: reading the map log), if it has any.
@@ -199,6 +223,9 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
     }
     fn backlog(&self) -> Backlog {
         (**self).backlog()
+    }
+    fn cache(&self, t: Nanos) -> Option<CacheCounters> {
+        (**self).cache(t)
     }
     fn recovery_time(&self) -> Option<Span> {
         (**self).recovery_time()

@@ -22,9 +22,12 @@
 
 mod report;
 
-pub use report::{BacklogReport, BreakdownMs, DiskReport, HostQueueReport, LatencyStats, Report};
+pub use report::{
+    BacklogReport, BreakdownMs, CacheReport, DiskReport, HostQueueReport, LatencyStats, Report,
+    WriteCacheReport,
+};
 
-use crate::engine::{Backlog, Busy, CauseShares, Completion, DiskCounters};
+use crate::engine::{Backlog, Busy, CacheCounters, CauseShares, Completion, DiskCounters};
 use crate::{Nanos, Op};
 use hdrhistogram::Histogram;
 
@@ -38,6 +41,8 @@ pub struct Edge {
     pub at: Nanos,
     pub busy: Vec<Busy>,
     pub backlog: Backlog,
+    /// The write cache's counters, for a controller with one.
+    pub cache: Option<CacheCounters>,
 }
 
 /// Collects per-request measurements during a run. Call order, per event at time t:
@@ -220,6 +225,7 @@ impl Collector {
             at,
             busy: vec![Busy::default(); n_disks],
             backlog: Backlog::default(),
+            cache: None,
         };
         let (start, end) = match (self.start, self.end) {
             (Some(s), Some(e)) => (s, e),
@@ -330,6 +336,21 @@ impl Collector {
                 switches: mean_ms(self.sums[6]),
             },
             disks,
+            cache: match (&start.cache, &end.cache) {
+                (Some(s), Some(e)) => Some(CacheReport::new(s, e, window)),
+                _ => None,
+            },
+            disk_writes_per_host_write: match (&start.cache, &end.cache) {
+                (Some(s), Some(e)) => {
+                    let host = e.host_write_blocks - s.host_write_blocks;
+                    Some(
+                        (host > 0).then(|| {
+                            (e.disk_write_blocks - s.disk_write_blocks) as f64 / host as f64
+                        }),
+                    )
+                }
+                _ => None,
+            },
             ..Report::default()
         }
     }

@@ -1,7 +1,7 @@
 //! The report of one run: a serde struct, printed as a table for people and as JSON/CSV for
 //! programs. Field meanings are documented in `docs/report.md`.
 
-use crate::engine::{Backlog, CauseShares};
+use crate::engine::{Backlog, CacheCounters, CauseShares};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -75,6 +75,45 @@ pub struct DiskReport {
     pub propagations: u64,
     /// Busy time appending the map log and its checkpoints (eager-writing arrays), whole run.
     pub map_logging_ms: f64,
+}
+
+/// The write and read caches over the measurement window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CacheReport {
+    pub write: WriteCacheReport,
+    /// Host reads accepted in the window answered from the caches without a disk access,
+    /// over host reads accepted in it; null when there were none.
+    pub read_hit_ratio: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct WriteCacheReport {
+    pub capacity_blocks: u64,
+    /// Time-weighted mean of occupied blocks (dirty, or waiting for destage) over capacity.
+    pub occupancy_mean: f64,
+    /// Host writes that found the cache full (and took the classic update) in the window.
+    pub overflows: u64,
+}
+
+impl CacheReport {
+    /// The window from `start` to `end`, `window` long.
+    pub fn new(start: &CacheCounters, end: &CacheCounters, window: crate::Span) -> CacheReport {
+        let occupied = end.occupied_block_ns - start.occupied_block_ns;
+        let reads = end.host_reads - start.host_reads;
+        CacheReport {
+            write: WriteCacheReport {
+                capacity_blocks: end.capacity_blocks,
+                occupancy_mean: if window.0 == 0 || end.capacity_blocks == 0 {
+                    0.0
+                } else {
+                    occupied as f64 / window.0 as f64 / end.capacity_blocks as f64
+                },
+                overflows: end.overflows - start.overflows,
+            },
+            read_hit_ratio: (reads > 0)
+                .then(|| (end.read_hits - start.read_hits) as f64 / reads as f64),
+        }
+    }
 }
 
 /// Deferred work pending at the window's end, and how much it changed over the window.
@@ -180,6 +219,13 @@ pub struct Report {
     /// after a crash at the end of the run (reading the map log region, replaying NVRAM).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub map_recovery_ms: Option<f64>,
+    /// Controllers with a write cache (parity arrays): the caches over the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheReport>,
+    /// Controllers with a write cache: blocks written to disk (data and parity) per block
+    /// the host wrote, over the window; null when the host wrote nothing in it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_writes_per_host_write: Option<Option<f64>>,
     /// Further configurations of the same experiment (`[[compare]]`), each a full report.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub compare: Vec<Report>,

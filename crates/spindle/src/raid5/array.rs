@@ -17,18 +17,30 @@
 //! from the other's old data). Reads go to the data unit's disk. Every disk operation the
 //! host waits for is charged to it: reads to host reads, the reads and writes of an update
 //! to host writes.
+//!
+//! With a write cache ([`CacheConfig`], paper III.A) host writes go to the non-volatile
+//! write cache and are answered at once; parity is brought up to date later by destage
+//! rounds (the `destage` module), scheduled on each disk by a [`DestageQueue`] only when
+//! the disk has no host work. A write that finds the cache full (its parity reserve kept)
+//! is an overflow and takes the classic update above. Reads are answered from either cache
+//! when every block is there, otherwise the missing blocks are read from disk into the read
+//! cache. Parity arrays run their drives without the drive's own buffer, as the paper's
+//! simulator does (and as replicated layouts do): the controller's caches stand in for it.
+
+mod destage;
 
 use super::layout::{ParityLayout, UnitPiece};
-use crate::drive::{Access, Controller, Drive, HeadState, Transfer};
+use crate::cache::{DestagePolicy, DestageQueue, HighLowGate, ReadCache, WriteCache};
+use crate::drive::{Access, Drive, HeadState, Run};
 use crate::engine::{
-    Action, Breakdown, Busy, Cause, DiskClock, DiskCounters, Engine, Event, HostRequest, HostSlot,
-    HostTable, Outbox, Slab,
+    Action, Breakdown, Busy, CacheCounters, Cause, DiskClock, DiskCounters, Engine, Event,
+    HostRequest, HostSlot, HostTable, Outbox, Slab,
 };
 use crate::sched::{DiskRequest, Policy, Replicas, Scheduler};
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 /// A parity array's configuration.
@@ -44,7 +56,25 @@ pub struct Raid5Config {
     /// A partial-stripe write covering more than this fraction of the stripe's data is a
     /// reconstruct-write; at most this, a read-modify-write.
     pub reconstruct_fraction: f64,
+    /// The write and read caches and destage scheduling; `None`: every write is a classic
+    /// update.
+    pub cache: Option<CacheConfig>,
 }
+
+/// The controller's caches (Varma & Jacobson, III.A), in 4 KiB blocks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CacheConfig {
+    /// The non-volatile write cache (paper: 1 MB = 256 blocks; 512 KB – 4 MB).
+    pub write_blocks: usize,
+    /// The volatile read cache (paper: 8 MB = 2,048 blocks).
+    pub read_blocks: usize,
+    /// Write-cache blocks host writes leave for newly computed parity (paper: 3).
+    pub parity_reserve: usize,
+    pub policy: DestagePolicy,
+}
+
+/// The caches' block.
+pub const BLOCK_BYTES: u32 = 4096;
 
 /// How a stripe update gets its parity.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -62,6 +92,10 @@ enum Kind {
     OldRead(usize),
     /// A write of new data or parity for stripe update `usize`.
     NewWrite(usize),
+    /// A read of old data or parity into the read cache for destage round `usize`.
+    DestageRead(usize),
+    /// A write of cached data or parity to disk for destage round `usize`.
+    DestageWrite(usize),
 }
 
 struct DiskOp {
@@ -83,21 +117,26 @@ struct StripeUpdate {
     key: (u32, u64),
     reads: Vec<Access1>,
     writes: Vec<Access1>,
+    /// With a write cache: what the update writes, whose cached copies it makes stale.
+    written: Vec<Access1>,
     /// Operations of the current phase not yet done.
     left: u32,
 }
 
 struct InFlight {
     op: usize,
+    /// The other operations of a same-track destage batch, done in the same access.
+    batch: Vec<usize>,
     access: Access,
     started: Nanos,
     queued_at: Nanos,
 }
 
 struct Disk {
-    /// The drive's mechanism and its own buffer (a pass-through for drives without one).
-    ctl: Controller,
+    head: HeadState,
     queue: Box<dyn Scheduler>,
+    /// Destage reads and writes, served when `queue` is empty (with a write cache).
+    destage: Option<DestageQueue>,
     busy: Option<InFlight>,
     rng: Pcg64Mcg,
     clock: DiskClock,
@@ -111,6 +150,39 @@ pub struct UpdateCounts {
     pub read_modify_write: u64,
 }
 
+/// A destage round of one stripe: read the old data and parity its dirty blocks need,
+/// compute the new parity into the write cache, write data and parity.
+struct Round {
+    key: (u32, u64),
+    /// Operations of the current phase not yet done.
+    left: u32,
+}
+
+/// Work holding a stripe: a classic update or a destage round.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum StripeWork {
+    Update(usize),
+    Round(usize),
+}
+
+/// The caches and what destaging needs.
+struct Cached {
+    write: WriteCache,
+    read: ReadCache,
+    gate: HighLowGate,
+    /// Per stripe, the dirty blocks: (data unit, block row in the unit).
+    dirty: HashMap<(u32, u64), BTreeSet<(u32, u32)>>,
+    /// Stripes with a destage round queued or running.
+    rounds_queued: HashSet<(u32, u64)>,
+    rounds: Slab<Round>,
+    /// Rounds waiting for write-cache room to hold their new parity.
+    waiting_room: VecDeque<usize>,
+    /// Idle disks whose destage pick declined: asked again when the occupancy changes.
+    declined: Vec<usize>,
+    counters: CacheCounters,
+    changed_at: Nanos,
+}
+
 pub struct Raid5Array {
     drive: Arc<Drive>,
     layout: ParityLayout,
@@ -118,8 +190,11 @@ pub struct Raid5Array {
     host: HostTable<()>,
     ops: Slab<DiskOp>,
     updates: Slab<StripeUpdate>,
-    /// Stripe updates per stripe, in arrival order; the front one runs.
-    stripe_queues: HashMap<(u32, u64), VecDeque<usize>>,
+    /// Work per stripe, in arrival order; the front one runs.
+    stripe_queues: HashMap<(u32, u64), VecDeque<StripeWork>>,
+    cache: Option<Cached>,
+    /// Sectors per cache block.
+    block_sectors: u32,
     out: Outbox,
     seq: u64,
     noise: bool,
@@ -136,30 +211,77 @@ impl Raid5Array {
                 cfg.reconstruct_fraction
             ));
         }
+        // The controller's caches stand in for the drive's own buffer (module docs).
+        let drive = if drive.cache().is_some() {
+            Arc::new(drive.without_cache())
+        } else {
+            drive
+        };
+        let sector = drive.geometry().sector_bytes();
+        let block_sectors = (BLOCK_BYTES / sector).max(1);
+        let cache = match &cfg.cache {
+            None => None,
+            Some(c) => {
+                if !BLOCK_BYTES.is_multiple_of(sector)
+                    || !cfg.layout.unit_sectors().is_multiple_of(block_sectors)
+                {
+                    return Err(format!(
+                        "with a write cache the stripe unit must be whole {BLOCK_BYTES}-byte \
+                         blocks of whole sectors ({} sectors of {sector} bytes)",
+                        cfg.layout.unit_sectors()
+                    ));
+                }
+                if c.write_blocks <= c.parity_reserve {
+                    return Err(format!(
+                        "the write cache ({} blocks) must be larger than its parity reserve ({})",
+                        c.write_blocks, c.parity_reserve
+                    ));
+                }
+                c.policy.validate(&drive).map_err(|e| e.to_string())?;
+                Some(Cached {
+                    write: WriteCache::new(c.write_blocks, c.parity_reserve),
+                    read: ReadCache::new(c.read_blocks),
+                    gate: c.policy.gate(),
+                    dirty: HashMap::new(),
+                    rounds_queued: HashSet::new(),
+                    rounds: Slab::default(),
+                    waiting_room: VecDeque::new(),
+                    declined: Vec::new(),
+                    counters: CacheCounters {
+                        capacity_blocks: c.write_blocks as u64,
+                        ..CacheCounters::default()
+                    },
+                    changed_at: Nanos::ZERO,
+                })
+            }
+        };
         let mut seeder = Pcg64Mcg::seed_from_u64(cfg.seed);
         let period = drive.period().0;
         let cylinders = drive.geometry().cylinders();
-        let disks = (0..cfg.layout.disks())
-            .map(|_| {
-                let phase_ns = if cfg.random_phase {
-                    seeder.gen_range(0..period)
-                } else {
-                    0
-                };
-                let head = HeadState {
+        let mut disks = Vec::with_capacity(cfg.layout.disks());
+        for _ in 0..cfg.layout.disks() {
+            let phase_ns = if cfg.random_phase {
+                seeder.gen_range(0..period)
+            } else {
+                0
+            };
+            let destage = match &cfg.cache {
+                Some(c) => Some(DestageQueue::new(&c.policy, &drive).map_err(|e| e.to_string())?),
+                None => None,
+            };
+            disks.push(Disk {
+                head: HeadState {
                     cylinder: 0,
                     head: 0,
                     phase_ns,
-                };
-                Disk {
-                    ctl: Controller::new(&drive, head),
-                    queue: cfg.policy.build(cfg.age_bound, cylinders),
-                    busy: None,
-                    rng: Pcg64Mcg::seed_from_u64(seeder.gen()),
-                    clock: DiskClock::default(),
-                }
-            })
-            .collect();
+                },
+                queue: cfg.policy.build(cfg.age_bound, cylinders),
+                destage,
+                busy: None,
+                rng: Pcg64Mcg::seed_from_u64(seeder.gen()),
+                clock: DiskClock::default(),
+            });
+        }
         Ok(Raid5Array {
             out: Outbox::new(cfg.layout.disks()),
             drive,
@@ -169,6 +291,8 @@ impl Raid5Array {
             ops: Slab::with_capacity(1024),
             updates: Slab::with_capacity(256),
             stripe_queues: HashMap::new(),
+            cache,
+            block_sectors,
             seq: 0,
             noise: cfg.noise,
             reconstruct_fraction: cfg.reconstruct_fraction,
@@ -200,10 +324,28 @@ impl Raid5Array {
         self.layout.pieces(req.lba, req.sectors, &mut pieces);
         match req.op {
             Op::Read => {
+                let mut queued = 0;
                 for p in &pieces {
                     let disk = self.layout.data_disk(p.group, p.stripe, p.unit);
                     let lba = self.layout.stripe_lba(p.stripe) + u64::from(p.offset);
-                    self.queue_op(now, Kind::Read, Some(slot), disk, Op::Read, lba, p.sectors);
+                    let runs = if self.cache.is_some() {
+                        self.read_misses(disk, lba, p.sectors)
+                    } else {
+                        vec![(lba, p.sectors)]
+                    };
+                    for (lba, sectors) in runs {
+                        self.queue_op(now, Kind::Read, Some(slot), disk, Op::Read, lba, sectors);
+                        queued += 1;
+                    }
+                }
+                if let Some(c) = self.cache.as_mut() {
+                    c.counters.host_reads += 1;
+                    if queued == 0 {
+                        c.counters.read_hits += 1;
+                    }
+                }
+                if queued == 0 {
+                    self.answer_now(now, slot);
                 }
             }
             Op::Write => {
@@ -217,18 +359,61 @@ impl Raid5Array {
                         None => stripes.push((key, vec![*p])),
                     }
                 }
-                for (key, ps) in stripes {
-                    self.host.add_part(slot);
-                    let u = self.plan(slot, key, &ps);
-                    let q = self.stripe_queues.entry(key).or_default();
-                    q.push_back(u);
-                    if q.len() == 1 {
-                        self.start_update(now, u);
+                if self.cache.is_some() && self.absorb(now, &stripes) {
+                    self.answer_now(now, slot);
+                } else {
+                    if self.cache.is_some() {
+                        self.overflow(now, &stripes);
+                    }
+                    for (key, ps) in stripes {
+                        self.host.add_part(slot);
+                        let u = self.plan(slot, key, &ps);
+                        self.enqueue_stripe_work(now, key, StripeWork::Update(u));
                     }
                 }
             }
         }
         self.pieces = pieces;
+    }
+
+    /// Queues work on stripe `key`, starting it if nothing else holds the stripe.
+    fn enqueue_stripe_work(&mut self, now: Nanos, key: (u32, u64), w: StripeWork) {
+        let q = self.stripe_queues.entry(key).or_default();
+        q.push_back(w);
+        if q.len() == 1 {
+            self.start_stripe_work(now, w);
+        }
+    }
+
+    fn start_stripe_work(&mut self, now: Nanos, w: StripeWork) {
+        match w {
+            StripeWork::Update(u) => self.start_update(now, u),
+            StripeWork::Round(r) => self.start_round(now, r),
+        }
+    }
+
+    /// The work holding stripe `key` is done: the next one starts.
+    fn release_stripe(&mut self, now: Nanos, key: (u32, u64)) {
+        let q = self
+            .stripe_queues
+            .get_mut(&key)
+            .expect("running work holds its stripe");
+        q.pop_front();
+        match q.front() {
+            Some(&next) => self.start_stripe_work(now, next),
+            None => {
+                self.stripe_queues.remove(&key);
+            }
+        }
+    }
+
+    /// Answers host request `slot` now, with nothing on the disks (a cache hit or a write
+    /// into the write cache).
+    fn answer_now(&mut self, now: Nanos, slot: usize) {
+        self.host.add_part(slot);
+        if let Some((c, _)) = self.host.part_done(slot, now, |_| Breakdown::default()) {
+            self.out.push(Action::Complete(c));
+        }
     }
 
     /// The reads and writes updating stripe `key` with `pieces` (at most one per data
@@ -297,11 +482,17 @@ impl Raid5Array {
                 self.counts.read_modify_write += 1;
             }
         }
+        let written = if self.cache.is_some() {
+            writes.clone()
+        } else {
+            Vec::new()
+        };
         self.updates.insert(StripeUpdate {
             slot,
             key,
             reads,
             writes,
+            written,
             left: 0,
         })
     }
@@ -320,7 +511,7 @@ impl Raid5Array {
         let (list, op) = match kind {
             Kind::OldRead(_) => (std::mem::take(&mut self.updates[u].reads), Op::Read),
             Kind::NewWrite(_) => (std::mem::take(&mut self.updates[u].writes), Op::Write),
-            Kind::Read => unreachable!("host reads are not stripe updates"),
+            _ => unreachable!("only a classic update has phases here"),
         };
         self.updates[u].left = list.len() as u32;
         for (disk, lba, sectors) in list {
@@ -369,31 +560,58 @@ impl Raid5Array {
 
     fn start_next(&mut self, now: Nanos, disk: usize) {
         let d = &mut self.disks[disk];
-        let plan_at = now.max(d.ctl.mech_free());
-        let head = d.ctl.head();
-        let Some(pick) = d.queue.pick(plan_at, &head, &self.drive) else {
-            return;
+        let (id, batch, queued_at) = match d.queue.pick(now, &d.head, &self.drive) {
+            Some(pick) => {
+                let id = usize::try_from(pick.request.id).expect("op id fits usize");
+                (id, Vec::new(), pick.request.queued_at)
+            }
+            None => {
+                // No host work: the destage policy decides whether to destage now.
+                let Some(c) = self.cache.as_mut() else {
+                    return;
+                };
+                let level = c.gate.level();
+                let dq = d.destage.as_mut().expect("a destage queue per disk");
+                match dq.pick(now, &d.head, &self.drive, level) {
+                    Some(b) => {
+                        let mut ids = b.requests.iter().map(|r| r.id as usize);
+                        let first = ids.next().expect("a batch starts a destage");
+                        (first, ids.collect(), b.requests[0].queued_at)
+                    }
+                    None => {
+                        if !dq.is_empty() && !c.declined.contains(&disk) {
+                            c.declined.push(disk);
+                        }
+                        return;
+                    }
+                }
+            }
         };
-        let id = usize::try_from(pick.request.id).expect("op id fits usize");
-        let (kind, op, lba, sectors) = {
-            let o = &self.ops[id];
-            (o.kind, o.op, o.lba, o.sectors)
-        };
+        let (kind, op) = (self.ops[id].kind, self.ops[id].op);
+        let mut runs = Vec::with_capacity(1 + batch.len());
+        for &o in std::iter::once(&id).chain(&batch) {
+            runs.push(Run {
+                lba: self.ops[o].lba,
+                sectors: self.ops[o].sectors,
+            });
+        }
+        let d = &mut self.disks[disk];
         let rng = if self.noise { Some(&mut d.rng) } else { None };
-        let svc = d
-            .ctl
-            .serve(&self.drive, now, Transfer { op, lba, sectors }, rng);
+        let access = self.drive.access_runs(now, &d.head, op, &runs, None, rng);
         let cause = match kind {
             Kind::Read => Cause::HostRead,
             Kind::OldRead(_) | Kind::NewWrite(_) => Cause::HostWrite,
+            Kind::DestageRead(_) => Cause::DestageRead,
+            Kind::DestageWrite(_) => Cause::DestageWrite,
         };
-        let until = svc.access.end;
+        let until = access.end;
         d.clock.start(cause, now, until);
         d.busy = Some(InFlight {
             op: id,
-            access: svc.access,
+            batch,
+            access,
             started: now,
-            queued_at: pick.request.queued_at,
+            queued_at,
         });
         self.out.push(Action::DiskBusy { disk, until });
     }
@@ -409,36 +627,35 @@ impl Raid5Array {
             "disk {disk} completion at the wrong time"
         );
         d.clock.finish();
-        let op = self.ops.remove(f.op);
-        debug_assert_eq!(op.disk, disk);
-        match op.kind {
-            Kind::Read => {
-                let slot = op.slot.expect("a host read answers a request");
-                self.part_done(now, slot, &f);
-            }
-            Kind::OldRead(u) => {
-                self.updates[u].left -= 1;
-                if self.updates[u].left == 0 {
-                    self.start_phase(now, u, Kind::NewWrite(u));
+        d.head.cylinder = f.access.end_cylinder;
+        d.head.head = f.access.end_head;
+        for &id in std::iter::once(&f.op).chain(&f.batch) {
+            let op = self.ops.remove(id);
+            debug_assert_eq!(op.disk, disk);
+            match op.kind {
+                Kind::Read => {
+                    self.read_into_cache(disk, op.lba, op.sectors);
+                    let slot = op.slot.expect("a host read answers a request");
+                    self.part_done(now, slot, &f);
                 }
-            }
-            Kind::NewWrite(u) => {
-                self.updates[u].left -= 1;
-                if self.updates[u].left == 0 {
-                    let done = self.updates.remove(u);
-                    self.part_done(now, done.slot, &f);
-                    let q = self
-                        .stripe_queues
-                        .get_mut(&done.key)
-                        .expect("a running update is queued");
-                    q.pop_front();
-                    match q.front() {
-                        Some(&next) => self.start_update(now, next),
-                        None => {
-                            self.stripe_queues.remove(&done.key);
-                        }
+                Kind::OldRead(u) => {
+                    self.updates[u].left -= 1;
+                    if self.updates[u].left == 0 {
+                        self.start_phase(now, u, Kind::NewWrite(u));
                     }
                 }
+                Kind::NewWrite(u) => {
+                    self.count_disk_write(op.sectors);
+                    self.updates[u].left -= 1;
+                    if self.updates[u].left == 0 {
+                        let done = self.updates.remove(u);
+                        self.invalidate_written(&done.written);
+                        self.part_done(now, done.slot, &f);
+                        self.release_stripe(now, done.key);
+                    }
+                }
+                Kind::DestageRead(r) => self.destage_read_done(now, r, disk, &op),
+                Kind::DestageWrite(r) => self.destage_write_done(now, r, disk, &op),
             }
         }
         self.out.mark_for_dispatch(disk);
@@ -500,6 +717,10 @@ impl Engine for Raid5Array {
 
     fn busy(&self, disk: usize, t: Nanos) -> Busy {
         self.disks[disk].clock.busy(t)
+    }
+
+    fn cache(&self, t: Nanos) -> Option<CacheCounters> {
+        self.cache_counters(t)
     }
 
     fn counters(&self, disk: usize) -> DiskCounters {

@@ -18,6 +18,7 @@ fn array(rotation: ParityRotation) -> Raid5Array {
             noise: false,
             seed: 7,
             reconstruct_fraction: 0.5,
+            cache: None,
         },
     )
     .expect("valid array")
@@ -127,6 +128,7 @@ fn a_large_partial_write_reads_only_the_data_it_leaves() {
             noise: false,
             seed: 7,
             reconstruct_fraction: 0.5,
+            cache: None,
         },
     )
     .expect("array");
