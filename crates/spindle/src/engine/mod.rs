@@ -102,6 +102,10 @@ pub struct CacheCounters {
     pub host_reads: u64,
     /// Host reads answered from the caches without a disk access.
     pub read_hits: u64,
+    /// Host reads that needed a disk access, answered, and their response times summed
+    /// (ns): the paper's "host reads serviced by the disks".
+    pub disk_reads: u64,
+    pub disk_read_ns: u128,
 }
 
 /// Deferred work a controller owes at an instant: disk operations no host request waits

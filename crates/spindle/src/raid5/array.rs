@@ -33,7 +33,7 @@ use super::layout::{ParityLayout, UnitPiece};
 use crate::cache::{DestagePolicy, DestageQueue, HighLowGate, ReadCache, WriteCache};
 use crate::drive::{Access, Drive, HeadState, Run};
 use crate::engine::{
-    Action, Breakdown, Busy, CacheCounters, Cause, DiskClock, DiskCounters, Engine, Event,
+    Action, Backlog, Breakdown, Busy, CacheCounters, Cause, DiskClock, DiskCounters, Engine, Event,
     HostRequest, HostSlot, HostTable, Outbox, Slab,
 };
 use crate::sched::{DiskRequest, Policy, Replicas, Scheduler};
@@ -187,7 +187,8 @@ pub struct Raid5Array {
     drive: Arc<Drive>,
     layout: ParityLayout,
     disks: Vec<Disk>,
-    host: HostTable<()>,
+    /// Host requests; each knows whether it went to disk (a read miss).
+    host: HostTable<bool>,
     ops: Slab<DiskOp>,
     updates: Slab<StripeUpdate>,
     /// Work per stripe, in arrival order; the front one runs.
@@ -318,7 +319,7 @@ impl Raid5Array {
             "host request {} ends at {end}, beyond the array",
             req.id
         );
-        let slot = self.host.admit(req, now, ());
+        let slot = self.host.admit(req, now, false);
         let mut pieces = std::mem::take(&mut self.pieces);
         pieces.clear();
         self.layout.pieces(req.lba, req.sectors, &mut pieces);
@@ -346,6 +347,8 @@ impl Raid5Array {
                 }
                 if queued == 0 {
                     self.answer_now(now, slot);
+                } else {
+                    self.host.get_mut(slot).extra = true;
                 }
             }
             Op::Write => {
@@ -663,7 +666,7 @@ impl Raid5Array {
 
     fn part_done(&mut self, now: Nanos, slot: usize, f: &InFlight) {
         let a = &f.access;
-        let breakdown = |_: &HostSlot<()>| Breakdown {
+        let breakdown = |_: &HostSlot<bool>| Breakdown {
             queue: f.started.since(f.queued_at),
             overhead: a.overhead,
             seek: a.seek,
@@ -671,7 +674,11 @@ impl Raid5Array {
             transfer: a.transfer,
             switches: a.switches,
         };
-        if let Some((c, _)) = self.host.part_done(slot, now, breakdown) {
+        if let Some((c, s)) = self.host.part_done(slot, now, breakdown) {
+            if let (Some(cache), Op::Read, true) = (self.cache.as_mut(), c.op, s.extra) {
+                cache.counters.disk_reads += 1;
+                cache.counters.disk_read_ns += u128::from(c.latency().0);
+            }
             self.out.push(Action::Complete(c));
         }
     }
@@ -717,6 +724,23 @@ impl Engine for Raid5Array {
 
     fn busy(&self, disk: usize, t: Nanos) -> Busy {
         self.disks[disk].clock.busy(t)
+    }
+
+    /// Destage reads and writes queued or running, and the write-cache blocks holding data
+    /// or parity newer than the disks. O(operations in flight).
+    fn backlog(&self) -> Backlog {
+        let sector = u64::from(self.drive.geometry().sector_bytes());
+        let mut b = Backlog {
+            nvram_entries: self.cache.as_ref().map_or(0, |c| c.write.occupied() as u64),
+            ..Backlog::default()
+        };
+        for op in self.ops.iter() {
+            if matches!(op.kind, Kind::DestageRead(_) | Kind::DestageWrite(_)) {
+                b.ops += 1;
+                b.bytes += u64::from(op.sectors) * sector;
+            }
+        }
+        b
     }
 
     fn cache(&self, t: Nanos) -> Option<CacheCounters> {

@@ -1,0 +1,162 @@
+//! The orderings Varma & Jacobson (ISCA '95, section IV.B) report between destage
+//! algorithms, on their array: two parity groups of five HP 97560s, 9-block stripe units,
+//! a 1 MB write cache and an 8 MB read cache, their process-group workload (40 % writes, 2
+//! blocks per request on average). Each test names the figure and states its tolerance.
+//! Three seeds each: the orderings hold on every one (measured 2026-11-26, seeds 1–3).
+
+mod common;
+use common::*;
+
+use spindle::config::Experiment;
+use spindle::metrics::Report;
+
+const BASE: &str = "[drive]\nmodel = \"hp97560\"\n[array]\nlayout = \"raid-5\"\ndisks = 10\n\
+                    stripe_unit_bytes = 36864\nscheduler = \"fcfs\"\n[workload]\n\
+                    kind = \"groups\"\n[run]\nrequests = 20000\n";
+
+/// The paper's array at `rate` IOPS with destage algorithm `destage`.
+fn run(destage: &str, rate: u32, seed: u64) -> Report {
+    let text = format!("seed = {seed}\n{BASE}");
+    let sets = [
+        format!("array.destage={destage}"),
+        format!("workload.rate_iops={rate}"),
+    ];
+    let exp = Experiment::parse(&text, "raid5", &sets).expect("valid experiment");
+    exp.run(&no_files, &no_trace, &mut |_, _, _, _| {})
+        .expect("experiment runs")
+}
+
+fn occupancy(r: &Report) -> f64 {
+    r.cache
+        .as_ref()
+        .expect("a write cache")
+        .write
+        .occupancy_mean
+}
+
+fn writes_per_host_write(r: &Report) -> f64 {
+    r.disk_writes_per_host_write
+        .flatten()
+        .expect("the host wrote in the window")
+}
+
+fn disk_read_ms(r: &Report) -> f64 {
+    r.cache
+        .as_ref()
+        .and_then(|c| c.disk_read_mean_ms)
+        .expect("reads went to disk")
+}
+
+fn mean_utilization(r: &Report) -> f64 {
+    r.mean_utilization()
+}
+
+const SEEDS: [u64; 3] = [1, 2, 3];
+
+#[test]
+fn high_low_mark_holds_the_cache_about_half_full_and_the_others_lower() {
+    // Fig. 3 / IV.B: "the high-low mark algorithm maintains the write cache occupancy at
+    // approximately 50%, near the middle of its high and low marks"; "the least-cost and
+    // FCFS algorithms maintain much lower cache occupancies, until the workload becomes very
+    // heavy". Tolerance: 40–60 % for "approximately 50 %" (measured 52–53 %); "much lower"
+    // as at most half linear threshold's at a moderate load (100 IOPS, disks ~30 % busy;
+    // measured FCFS 4 %, least-cost 3 %, linear threshold 26 %).
+    for seed in SEEDS {
+        let hl = occupancy(&run("high-low", 100, seed));
+        assert!((0.4..=0.6).contains(&hl), "seed {seed}: high/low {hl}");
+        let linear = occupancy(&run("linear-threshold", 100, seed));
+        for other in ["fcfs", "least-cost"] {
+            let o = occupancy(&run(other, 100, seed));
+            assert!(
+                o < linear / 2.0,
+                "seed {seed}: {other} {o} vs linear {linear}"
+            );
+        }
+    }
+}
+
+#[test]
+fn linear_threshold_and_high_low_write_fewer_blocks_than_fcfs_and_least_cost() {
+    // Fig. 5: "both FCFS and least-cost scheduling perform significantly more writes as
+    // compared to the linear threshold scheduling algorithm ... the high/low mark algorithm
+    // performs the best". "Significantly": at least 10 % more blocks written per host block
+    // (measured at 100 IOPS: high/low 1.35, linear 1.67, FCFS and least-cost 1.99).
+    for seed in SEEDS {
+        let hl = writes_per_host_write(&run("high-low", 100, seed));
+        let linear = writes_per_host_write(&run("linear-threshold", 100, seed));
+        assert!(hl < linear, "seed {seed}: high/low {hl} vs linear {linear}");
+        for other in ["fcfs", "least-cost"] {
+            let o = writes_per_host_write(&run(other, 100, seed));
+            assert!(
+                o > linear * 1.1,
+                "seed {seed}: {other} {o} vs linear {linear}"
+            );
+        }
+    }
+}
+
+#[test]
+fn linear_threshold_and_high_low_keep_the_disks_least_busy() {
+    // Figs. 6 and 7 at 200 I/Os per second: "the linear threshold and the high-low mark
+    // algorithms have noticeably lower disk utilization than the other two". "Noticeably":
+    // at least 10 % lower mean utilisation (measured: linear 60–62 %, high/low 56–59 %,
+    // FCFS 85–88 %, least-cost 78–81 %).
+    for seed in SEEDS {
+        let runs: Vec<(&str, f64)> = ["linear-threshold", "high-low", "fcfs", "least-cost"]
+            .iter()
+            .map(|&d| (d, mean_utilization(&run(d, 200, seed))))
+            .collect();
+        for (low, u) in &runs[..2] {
+            for (high, v) in &runs[2..] {
+                assert!(u * 1.1 < *v, "seed {seed}: {low} {u} vs {high} {v}");
+            }
+        }
+    }
+}
+
+#[test]
+fn linear_threshold_gives_the_best_disk_read_response_at_moderate_to_heavy_load() {
+    // Fig. 8: "for moderate to heavy workloads, the linear threshold algorithm has the best
+    // read-to-disk response times"; fig. 12: the band/region approximation shows "no
+    // degradation in response time as compared to the ideal algorithm". Tolerance: linear
+    // threshold at most 2 % above any other algorithm (high/low ties it at 200 IOPS:
+    // measured 32.2–33.2 ms vs 32.3–32.9 ms; FCFS 38–40, least-cost 36–37); the
+    // approximation within 10 % of the ideal (measured +4 … +8 %: spindle's regions come out
+    // slightly worse where the paper's came out slightly better — see docs/raid5.md).
+    for seed in SEEDS {
+        for rate in [200, 300] {
+            let linear = disk_read_ms(&run("linear-threshold", rate, seed));
+            for other in ["fcfs", "least-cost", "high-low"] {
+                let o = disk_read_ms(&run(other, rate, seed));
+                assert!(
+                    linear <= o * 1.02,
+                    "seed {seed}, {rate} IOPS: linear {linear} ms vs {other} {o} ms"
+                );
+            }
+            let regions = disk_read_ms(&run("regions", rate, seed));
+            assert!(
+                regions <= linear * 1.1,
+                "seed {seed}, {rate} IOPS: regions {regions} ms vs linear {linear} ms"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_destage_is_charged_to_its_cause_and_the_window_balances() {
+    // With a write cache host writes never reach the disks unless the cache overflows: the
+    // busy time splits into host reads, destage reads and destage writes.
+    let r = run("linear-threshold", 150, 1);
+    assert_eq!(r.cache.as_ref().unwrap().write.overflows, 0);
+    for d in &r.disks {
+        let c = &d.utilization_by_cause;
+        assert_eq!(c.host_write, 0.0, "disk {}", d.disk);
+        assert!(
+            c.destage_read > 0.0 && c.destage_write > 0.0,
+            "disk {}",
+            d.disk
+        );
+        let sum = c.host_read + c.destage_read + c.destage_write;
+        assert!((sum - d.utilization).abs() < 1e-9, "disk {}", d.disk);
+    }
+}
