@@ -65,6 +65,14 @@ impl<T> Slab<T> {
     pub fn iter(&self) -> impl Iterator<Item = &T> {
         self.items.iter().flatten()
     }
+
+    /// Live values with their indices, in index order.
+    pub fn iter_indexed(&self) -> impl Iterator<Item = (usize, &T)> {
+        self.items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.as_ref().map(|v| (i, v)))
+    }
 }
 
 impl<T> Index<usize> for Slab<T> {

@@ -30,7 +30,7 @@
 mod destage;
 
 use super::layout::{ParityLayout, UnitPiece};
-use crate::cache::{DestagePolicy, DestageQueue, HighLowGate, ReadCache, WriteCache};
+use crate::cache::{BlockAddr, DestagePolicy, DestageQueue, HighLowGate, ReadCache, WriteCache};
 use crate::drive::{Access, Drive, HeadState, Run};
 use crate::engine::{
     Action, Backlog, Breakdown, Busy, CacheCounters, Cause, DiskClock, DiskCounters, Engine, Event,
@@ -156,6 +156,11 @@ struct Round {
     key: (u32, u64),
     /// Operations of the current phase not yet done.
     left: u32,
+    /// A host write waits for the stripe: the round's work goes to the host queues.
+    promoted: bool,
+    /// Old data and parity its destage reads brought: kept (pinned in the read cache, in
+    /// effect) until the parity is computed, so a small read cache cannot starve a round.
+    fetched: HashSet<BlockAddr>,
 }
 
 /// Work holding a stripe: a classic update or a destage round.
@@ -385,6 +390,22 @@ impl Raid5Array {
         q.push_back(w);
         if q.len() == 1 {
             self.start_stripe_work(now, w);
+            return;
+        }
+        // A host write must not wait on destage work the destage policy may decline for
+        // ever (a non-work-conserving policy at low occupancy): the rounds ahead of it
+        // become host work.
+        if let StripeWork::Update(_) = w {
+            let ahead: Vec<usize> = q
+                .iter()
+                .filter_map(|w| match w {
+                    StripeWork::Round(r) => Some(*r),
+                    StripeWork::Update(_) => None,
+                })
+                .collect();
+            for r in ahead {
+                self.promote_round(now, r);
+            }
         }
     }
 

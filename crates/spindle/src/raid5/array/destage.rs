@@ -18,8 +18,9 @@
 use super::{Kind, Raid5Array, Round, StripeWork, UnitPiece};
 use crate::cache::{BlockAddr, DestageRequest};
 use crate::engine::CacheCounters;
+use crate::sched::{DiskRequest, Replicas};
 use crate::{Nanos, Op};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 /// Contiguous blocks of `blocks` (sorted, distinct) as (first, count) runs.
 fn runs_of(blocks: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
@@ -210,14 +211,20 @@ impl Raid5Array {
         if !c.rounds_queued.insert(key) {
             return;
         }
-        let r = c.rounds.insert(Round { key, left: 0 });
+        let r = c.rounds.insert(Round {
+            key,
+            left: 0,
+            promoted: false,
+            fetched: HashSet::new(),
+        });
         self.enqueue_stripe_work(now, key, StripeWork::Round(r));
     }
 
-    /// Whether a clean copy of `k` (the disk's contents) is in either cache.
-    fn clean_present(&self, k: BlockAddr) -> bool {
+    /// Whether a clean copy of `k` (the disk's contents) is in either cache, or fetched
+    /// for round `r`.
+    fn clean_present(&self, k: BlockAddr, r: usize) -> bool {
         let c = self.cache.as_ref().expect("a cache");
-        c.read.contains(k) || c.write.holds_clean(k)
+        c.read.contains(k) || c.write.holds_clean(k) || c.rounds[r].fetched.contains(&k)
     }
 
     /// The round holds its stripe: read the old data and parity its dirty blocks need.
@@ -236,7 +243,7 @@ impl Raid5Array {
             .map(|&(unit, row)| self.data_addr(key, unit, row))
             .chain(rows.iter().map(|&row| self.parity_addr(key, row)));
         for k in needed.collect::<Vec<_>>() {
-            if !self.clean_present(k) {
+            if !self.clean_present(k, r) {
                 missing.entry(k.0).or_default().push(k.1);
             }
         }
@@ -285,22 +292,82 @@ impl Raid5Array {
             sectors,
         });
         let target = self.drive.locate(lba);
+        let round = match kind {
+            Kind::DestageRead(r) | Kind::DestageWrite(r) => r,
+            _ => unreachable!("destage work belongs to a round"),
+        };
         let d = &mut self.disks[disk];
-        d.destage
-            .as_mut()
-            .expect("a destage queue per disk")
-            .push(DestageRequest {
+        if self.cache.as_ref().expect("a cache").rounds[round].promoted {
+            d.queue.push(DiskRequest {
                 id: id as u64,
                 op,
                 lba,
                 sectors,
                 target,
+                replicas: Replicas::one(target),
                 queued_at: now,
-                last_access,
                 seq: self.seq,
             });
+        } else {
+            d.destage
+                .as_mut()
+                .expect("a destage queue per disk")
+                .push(DestageRequest {
+                    id: id as u64,
+                    op,
+                    lba,
+                    sectors,
+                    target,
+                    queued_at: now,
+                    last_access,
+                    seq: self.seq,
+                });
+        }
         if d.busy.is_none() {
             self.out.mark_for_dispatch(disk);
+        }
+    }
+
+    /// Round `r`'s queued destage work moves to the host queues, and so does the rest of
+    /// it (a host write waits for its stripe).
+    pub(super) fn promote_round(&mut self, now: Nanos, r: usize) {
+        let _ = now;
+        let c = self.cache.as_mut().expect("a cache");
+        if std::mem::replace(&mut c.rounds[r].promoted, true) {
+            return;
+        }
+        let mine: Vec<(usize, usize)> = self
+            .ops
+            .iter_indexed()
+            .filter(
+                |(_, o)| matches!(o.kind, Kind::DestageRead(x) | Kind::DestageWrite(x) if x == r),
+            )
+            .map(|(id, o)| (id, o.disk))
+            .collect();
+        for (id, disk) in mine {
+            let d = &mut self.disks[disk];
+            // Not in the destage queue: it is running.
+            let Some(q) = d
+                .destage
+                .as_mut()
+                .expect("a destage queue")
+                .remove(id as u64)
+            else {
+                continue;
+            };
+            d.queue.push(DiskRequest {
+                id: q.id,
+                op: q.op,
+                lba: q.lba,
+                sectors: q.sectors,
+                target: q.target,
+                replicas: Replicas::one(q.target),
+                queued_at: q.queued_at,
+                seq: q.seq,
+            });
+            if d.busy.is_none() {
+                self.out.mark_for_dispatch(disk);
+            }
         }
     }
 
@@ -315,6 +382,7 @@ impl Raid5Array {
         let c = self.cache.as_mut().expect("a cache");
         for k in blocks {
             c.read.insert(k);
+            c.rounds[r].fetched.insert(k);
         }
         c.rounds[r].left -= 1;
         if c.rounds[r].left == 0 {
@@ -337,10 +405,10 @@ impl Raid5Array {
         let ready: Vec<(u32, Vec<u32>)> = by_row
             .into_iter()
             .filter(|(row, units)| {
-                self.clean_present(self.parity_addr(key, *row))
+                self.clean_present(self.parity_addr(key, *row), r)
                     && units
                         .iter()
-                        .all(|&u| self.clean_present(self.data_addr(key, u, *row)))
+                        .all(|&u| self.clean_present(self.data_addr(key, u, *row), r))
             })
             .collect();
         let room = self.cache.as_ref().expect("a cache").write.free();

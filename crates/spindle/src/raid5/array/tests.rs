@@ -40,7 +40,13 @@ fn drain(a: &mut Raid5Array, reqs: &[HostRequest]) -> Vec<Completion> {
     let mut disks = std::collections::BinaryHeap::new();
     let mut out = vec![];
     let mut next = reqs.iter().peekable();
+    // A livelock (work that re-creates itself for ever) fails the test instead of hanging it:
+    // no run here needs more than a few disk operations per sector requested.
+    let budget: u64 = 1_000 + reqs.iter().map(|r| 64 * u64::from(r.sectors)).sum::<u64>();
+    let mut events = 0u64;
     loop {
+        events += 1;
+        assert!(events <= budget, "no quiescence after {budget} events");
         while let Some(act) = a.poll_action() {
             match act {
                 Action::DiskBusy { disk, until } => disks.push(Reverse((until, disk))),
@@ -187,6 +193,142 @@ fn reads_go_to_the_data_disks_and_runs_are_deterministic() {
             "{c:?} for {writes}"
         );
         done.iter().map(|c| (c.id, c.done)).collect::<Vec<_>>()
+    };
+    assert_eq!(run(), run());
+}
+
+/// A parity array with caches of `write`/`read` blocks and destage algorithm `policy`.
+fn cached(
+    policy: crate::cache::DestagePolicy,
+    write: usize,
+    read: usize,
+    reserve: usize,
+    rotation: ParityRotation,
+    seed: u64,
+) -> Raid5Array {
+    let drive = Arc::new(builtin_drive("hp97560").expect("built-in drive"));
+    let layout = ParityLayout::new(2, 4, 16, drive.capacity_sectors(), Some(400_000), rotation)
+        .expect("valid layout");
+    Raid5Array::new(
+        drive,
+        &Raid5Config {
+            layout,
+            policy: Policy::Fcfs,
+            age_bound: None,
+            random_phase: true,
+            noise: false,
+            seed,
+            reconstruct_fraction: 0.5,
+            cache: Some(CacheConfig {
+                write_blocks: write,
+                read_blocks: read,
+                parity_reserve: reserve,
+                policy,
+            }),
+        },
+    )
+    .expect("valid array")
+}
+
+#[test]
+fn random_workloads_through_small_caches_are_answered_and_work_conserving_destage_drains() {
+    use crate::cache::DestagePolicy;
+    let policies = [
+        DestagePolicy::Fcfs,
+        DestagePolicy::LeastCost,
+        DestagePolicy::high_low_default(),
+        DestagePolicy::linear_threshold_default(),
+        DestagePolicy::regions_default(),
+    ];
+    let rotations = [
+        ParityRotation::LeftSymmetric,
+        ParityRotation::RightAsymmetric,
+        ParityRotation::Dedicated,
+    ];
+    let mut overflowed = 0;
+    for case in 0..40u64 {
+        let mut rng = Pcg64Mcg::seed_from_u64(case);
+        let policy = policies[case as usize % policies.len()].clone();
+        let work_conserving = matches!(policy, DestagePolicy::Fcfs | DestagePolicy::LeastCost);
+        let write = rng.gen_range(6..64);
+        let reserve = rng.gen_range(1..=3.min(write - 1));
+        let read = rng.gen_range(0..128);
+        let rotation = rotations[rng.gen_range(0..rotations.len())];
+        let mut a = cached(policy, write, read, reserve, rotation, case);
+        let cap = a.capacity_sectors();
+        // Bursts of arrivals on a small hot set (re-writes, same stripes) and anywhere.
+        let mut t = 0u64;
+        let reqs: Vec<_> = (0..300u64)
+            .map(|i| {
+                t += rng.gen_range(0..4_000_000);
+                let op = if rng.gen_bool(0.5) {
+                    Op::Read
+                } else {
+                    Op::Write
+                };
+                let sectors = rng.gen_range(1..=40u32);
+                let span = if rng.gen_bool(0.5) { 2_000 } else { cap - 40 };
+                let lba = rng.gen_range(0..span.min(cap - u64::from(sectors)));
+                req(i, op, lba, sectors, t)
+            })
+            .collect();
+        let done = drain(&mut a, &reqs);
+        assert_eq!(
+            done.len(),
+            reqs.len(),
+            "case {case}: every request answered"
+        );
+        assert_eq!(a.outstanding(), 0);
+        let c = a.cache.as_ref().expect("a cache");
+        assert!(c.write.occupied() <= c.write.capacity(), "case {case}");
+        overflowed += c.counters.overflows;
+        if work_conserving {
+            // Nothing is left to destage: no dirty or pending block, no round, no
+            // operation, no stripe held.
+            assert_eq!(
+                c.write.occupied(),
+                0,
+                "case {case}: blocks left newer than disk"
+            );
+            assert!(c.rounds.is_empty() && c.dirty.is_empty(), "case {case}");
+            assert!(
+                a.ops.is_empty() && a.stripe_queues.is_empty(),
+                "case {case}"
+            );
+        } else {
+            // What is left is a round's destage work, not a stuck host request.
+            assert!(a.ops.iter().all(|o| o.slot.is_none()), "case {case}");
+        }
+    }
+    assert!(overflowed > 0, "the small caches overflowed at least once");
+}
+
+#[test]
+fn cached_runs_are_deterministic() {
+    let run = || {
+        let mut a = cached(
+            crate::cache::DestagePolicy::linear_threshold_default(),
+            32,
+            64,
+            3,
+            ParityRotation::LeftSymmetric,
+            9,
+        );
+        let mut rng = Pcg64Mcg::seed_from_u64(5);
+        let reqs: Vec<_> = (0..500u64)
+            .map(|i| {
+                let op = if rng.gen_bool(0.4) {
+                    Op::Write
+                } else {
+                    Op::Read
+                };
+                req(i, op, rng.gen_range(0..5_000) * 8, 8, i * 1_500_000)
+            })
+            .collect();
+        drain(&mut a, &reqs)
+            .iter()
+            .map(|c| (c.id, c.done))
+            .collect::<Vec<_>>()
     };
     assert_eq!(run(), run());
 }
