@@ -34,7 +34,7 @@ pub fn run(cmd: DrivesCmd) -> anyhow::Result<()> {
         DrivesCmd::Import { file, output } => {
             out = import(&file)?;
             if let Some(path) = output {
-                return write_atomically(&path, &out);
+                return crate::output::write_atomically(&path, out.as_bytes());
             }
         }
         DrivesCmd::List => {
@@ -156,30 +156,6 @@ fn import(file: &std::path::Path) -> anyhow::Result<String> {
         "# {}\n# Imported by `spindle drives import {path}`; every value is cited in [provenance].\n\n{body}",
         spec.name
     ))
-}
-
-/// Writes `text` to `path` through a temporary file in the same directory and a rename, so
-/// a failure leaves no half-written file.
-fn write_atomically(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .with_context(|| format!("{}: not a file name", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .with_context(|| format!("writing {}", path.display()));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 fn truncate(s: &str, n: usize) -> String {

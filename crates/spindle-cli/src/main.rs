@@ -6,6 +6,7 @@
 mod bench;
 mod differential_cmd;
 mod drives_cmd;
+mod output;
 mod progress;
 mod replay;
 mod run_cmd;

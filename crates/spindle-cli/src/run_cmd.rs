@@ -20,6 +20,13 @@ pub struct RunArgs {
     /// Print the report as CSV, one line per configuration.
     #[arg(long)]
     csv: bool,
+    /// Write the array's state over virtual time to this CSV file (one row per sample per
+    /// configuration: outstanding requests, deferred work, write-cache occupancy).
+    #[arg(long, value_name = "FILE.csv")]
+    series: Option<PathBuf>,
+    /// The sampling interval of `--series`, in ms of virtual time (sets `run.series_ms`).
+    #[arg(long, value_name = "MS", default_value_t = 100.0, requires = "series")]
+    series_ms: f64,
 }
 
 /// Reads a file named inside an experiment: relative paths are taken from the experiment
@@ -56,7 +63,12 @@ pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<()> {
             None,
         ),
     };
-    let exp = Experiment::parse(&text, &origin, &args.sets)?;
+    let mut sets = args.sets.clone();
+    if let Some(path) = &args.series {
+        crate::output::check_writable(path)?;
+        sets.push(format!("run.series_ms={}", args.series_ms));
+    }
+    let exp = Experiment::parse(&text, &origin, &sets)?;
     let read_file = reader_relative_to(base.as_deref());
     let open_trace = replay::opener(base.as_deref());
     let open_validate = crate::validate_cmd::opener(base.as_deref());
@@ -87,6 +99,38 @@ pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<()> {
     } else {
         report.to_table()
     };
+    if let Some(path) = &args.series {
+        crate::output::write_atomically(path, series_csv(&report).as_bytes())?;
+    }
     std::io::stdout().lock().write_all(out.as_bytes())?;
     Ok(())
+}
+
+/// Every configuration's samples, one CSV row each (empty cells where a controller has
+/// no write cache).
+fn series_csv(report: &spindle::metrics::Report) -> String {
+    let mut out = String::from(
+        "config,t_s,outstanding,backlog_ops,nvram_entries,occupied_blocks,occupancy,overflows\n",
+    );
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    for r in report.rows() {
+        let label = if r.label.contains([',', '"']) {
+            format!("\"{}\"", r.label.replace('"', "\"\""))
+        } else {
+            r.label.clone()
+        };
+        for p in &r.series {
+            out += &format!(
+                "{label},{:.6},{},{},{},{},{},{}\n",
+                p.t_s,
+                p.outstanding,
+                p.backlog_ops,
+                p.nvram_entries,
+                opt(p.occupied_blocks.map(|v| v.to_string())),
+                opt(p.occupancy.map(|v| format!("{v:.6}"))),
+                opt(p.overflows.map(|v| v.to_string())),
+            );
+        }
+    }
+    out
 }

@@ -287,27 +287,6 @@ fn drive_dirs(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder and a rename.
-fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension(format!(
-        "{}.tmp{}",
-        path.extension()
-            .map(|e| e.to_string_lossy())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        anyhow!("{}: {e}", path.display())
-    })
-}
-
 fn svg(d: &Done) -> String {
     let r = &d.result;
     let measured = d.validation.measured_cdf();
@@ -417,13 +396,19 @@ pub fn run(args: ValidateArgs, quiet: bool) -> anyhow::Result<()> {
         std::fs::create_dir_all(out).with_context(|| format!("{}", out.display()))?;
         for d in &done {
             let stem = &d.result.drive;
-            write_atomic(
+            crate::output::write_atomically(
                 &out.join(format!("{stem}.cdf.csv")),
                 d.validation.cdf_csv().as_bytes(),
             )?;
-            write_atomic(&out.join(format!("{stem}.cdf.svg")), svg(d).as_bytes())?;
+            crate::output::write_atomically(
+                &out.join(format!("{stem}.cdf.svg")),
+                svg(d).as_bytes(),
+            )?;
             if let Some(rows) = &d.requests_csv {
-                write_atomic(&out.join(format!("{stem}.requests.csv")), rows.as_bytes())?;
+                crate::output::write_atomically(
+                    &out.join(format!("{stem}.requests.csv")),
+                    rows.as_bytes(),
+                )?;
             }
         }
     }

@@ -104,3 +104,61 @@ fn impossible_parity_arrays_fail_with_the_key() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("array.group_width"), "{}", stderr(&o));
 }
+
+#[test]
+fn series_writes_the_write_cache_occupancy_over_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = body("raid-5", 0.6).replace("write_cache_bytes = 0\n", "destage = \"high-low\"\n");
+    let exp = experiment(dir.path(), &text);
+    let csv = dir.path().join("occ.csv");
+    let o = spindle(&[
+        "run",
+        &exp,
+        "--quiet",
+        "--series",
+        csv.to_str().unwrap(),
+        "--series-ms",
+        "50",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "config,t_s,outstanding,backlog_ops,nvram_entries,occupied_blocks,occupancy,overflows"
+        )
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // 2,000 requests at 60 IOPS: about 33 s of virtual time, a sample every 50 ms.
+    assert!(rows.len() > 600, "{} samples", rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        let t: f64 = r[1].parse().unwrap();
+        assert!((t - 0.05 * i as f64).abs() < 1e-9, "sample {i} at {t}");
+        let occ: f64 = r[6].parse().unwrap();
+        assert!((0.0..=1.0).contains(&occ));
+        // The occupancy is the occupied blocks over the 256-block (1 MiB) cache.
+        let blocks: f64 = r[5].parse().unwrap();
+        assert!((occ - blocks / 256.0).abs() < 1e-6);
+    }
+    // High/low mark lets the cache fill past its low mark before destaging.
+    let peak = rows
+        .iter()
+        .map(|r| r[6].parse::<f64>().unwrap())
+        .fold(0.0, f64::max);
+    assert!(peak > 0.3, "peak occupancy {peak}");
+    // A directory is never replaced, and nothing runs first.
+    let o = spindle(&[
+        "run",
+        &exp,
+        "--quiet",
+        "--series",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+    assert!(
+        o.stdout.is_empty(),
+        "no report before the output is known to be writable"
+    );
+}

@@ -537,6 +537,9 @@ pub struct RunSpec {
     /// propagations, map log appends) is left, and report how long that took (`drain_s`).
     #[serde(default)]
     pub drain: bool,
+    /// Sample the array's state every this many ms of virtual time (`spindle run --series`).
+    #[serde(default)]
+    pub series_ms: Option<f64>,
 }
 
 fn ten_thousand() -> u64 {
@@ -550,6 +553,7 @@ impl Default for RunSpec {
             warmup_requests: None,
             cooldown_requests: None,
             drain: false,
+            series_ms: None,
         }
     }
 }
@@ -1391,6 +1395,13 @@ impl Experiment {
                 warmup,
                 cooldown,
                 drain: r.drain,
+                series: match r.series_ms {
+                    None => None,
+                    Some(ms) if ms.is_finite() && ms > 0.0 => Some(Span::from_ms_f64(ms)),
+                    Some(ms) => {
+                        return Err(self.error("run.series_ms", format!("must be > 0, got {ms}")))
+                    }
+                },
             },
             drive_id: drive.id.clone(),
             workload_label,

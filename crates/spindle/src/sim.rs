@@ -10,7 +10,7 @@
 //! a bar, and [`run_observed`] hands every completion to a second callback.
 
 use crate::engine::{Action, Completion, Engine, Event, HostRequest};
-use crate::metrics::{Collector, Edge, Report};
+use crate::metrics::{Collector, Edge, Report, SeriesPoint};
 use crate::workload::synthetic::Generator;
 use crate::{Nanos, Op, Span};
 use std::cmp::Reverse;
@@ -67,6 +67,9 @@ pub struct Window {
     /// Run until no deferred work is left (and report how long that took); otherwise the
     /// run stops at the last host completion and reports the backlog.
     pub drain: bool,
+    /// Sample the array's state every this long of virtual time, from 0 ([`SeriesPoint`]s
+    /// in [`Report::series`]).
+    pub series: Option<Span>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -139,6 +142,27 @@ pub fn run(
     run_observed(array, workload, window, progress, &mut |_| {})
 }
 
+/// The state of `array` at `at` for a time series.
+fn sample(array: &dyn Engine, at: Nanos) -> SeriesPoint {
+    let b = array.backlog();
+    let c = array.cache(at);
+    SeriesPoint {
+        t_s: at.0 as f64 / 1e9,
+        outstanding: array.outstanding() as u64,
+        backlog_ops: b.ops,
+        nvram_entries: b.nvram_entries,
+        occupied_blocks: c.map(|c| c.occupied_blocks),
+        occupancy: c.map(|c| {
+            if c.capacity_blocks == 0 {
+                0.0
+            } else {
+                c.occupied_blocks as f64 / c.capacity_blocks as f64
+            }
+        }),
+        overflows: c.map(|c| c.overflows),
+    }
+}
+
 /// A window edge of `array` at `at` (no event after `at` handled yet).
 fn edge(array: &dyn Engine, at: Nanos) -> Edge {
     Edge {
@@ -174,10 +198,20 @@ pub fn run_observed(
     let mut held: HashMap<u64, Nanos> = HashMap::new();
     let capacity = array.capacity_sectors();
 
-    // Before the array handles anything at `t`: the window may open.
+    let mut series: Vec<SeriesPoint> = Vec::new();
+    let mut next_sample = window.series.map(|_| Nanos::ZERO);
+    // Before the array handles anything at `t`: the window may open; samples due up to `t`
+    // see the state the last event left (nothing changes between events).
     macro_rules! reach {
         ($t:expr) => {{
             let t: Nanos = $t;
+            while let (Some(at), Some(step)) = (next_sample, window.series) {
+                if at > t || step.0 == 0 {
+                    break;
+                }
+                series.push(sample(&array, at));
+                next_sample = Some(at + step);
+            }
             collector.reach(t, |at| edge(&array, at));
             last_event = t;
         }};
@@ -419,6 +453,7 @@ pub fn run_observed(
         .drain
         .then(|| last_event.saturating_since(last_host_done).0 as f64 / 1e9);
     let mut report = collector.finish(counters, array.sector_bytes(), issued, drained_s);
+    report.series = series;
     if let Some(t) = array.recovery_time() {
         report.map_recovery_ms = Some(t.as_ms_f64());
         report.map_logging_share = Some(if busy == 0 {

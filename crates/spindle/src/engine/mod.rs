@@ -91,6 +91,8 @@ pub struct DiskCounters {
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct CacheCounters {
     pub capacity_blocks: u64,
+    /// Blocks occupied now (dirty, or waiting for destage).
+    pub occupied_blocks: u64,
     /// ∫ occupied blocks dt, block·ns.
     pub occupied_block_ns: u128,
     pub host_write_blocks: u64,

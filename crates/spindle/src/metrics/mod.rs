@@ -24,7 +24,7 @@ mod report;
 
 pub use report::{
     BacklogReport, BreakdownMs, CacheReport, DiskReport, HostQueueReport, LatencyStats, Report,
-    WriteCacheReport,
+    SeriesPoint, WriteCacheReport,
 };
 
 use crate::engine::{Backlog, Busy, CacheCounters, CauseShares, Completion, DiskCounters};

@@ -77,6 +77,21 @@ pub struct DiskReport {
     pub map_logging_ms: f64,
 }
 
+/// One sample of a time series: the array at `t_s` seconds of virtual time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SeriesPoint {
+    pub t_s: f64,
+    /// Host requests accepted and not answered.
+    pub outstanding: u64,
+    /// Deferred disk operations pending, and NVRAM entries (write-cache blocks) kept.
+    pub backlog_ops: u64,
+    pub nvram_entries: u64,
+    /// Controllers with a write cache: blocks occupied, over capacity, overflows so far.
+    pub occupied_blocks: Option<u64>,
+    pub occupancy: Option<f64>,
+    pub overflows: Option<u64>,
+}
+
 /// The write and read caches over the measurement window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CacheReport {
@@ -233,6 +248,10 @@ pub struct Report {
     /// the host wrote, over the window; null when the host wrote nothing in it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disk_writes_per_host_write: Option<Option<f64>>,
+    /// The array's state sampled over virtual time (`run.series_ms`); written by
+    /// `spindle run --series FILE`, not part of the JSON report.
+    #[serde(skip)]
+    pub series: Vec<SeriesPoint>,
     /// Further configurations of the same experiment (`[[compare]]`), each a full report.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub compare: Vec<Report>,

@@ -202,6 +202,7 @@ impl Raid5Array {
         let mut counters = c.counters;
         counters.occupied_block_ns +=
             u128::from(t.saturating_since(c.changed_at).0) * c.write.occupied() as u128;
+        counters.occupied_blocks = c.write.occupied() as u64;
         Some(counters)
     }
 
