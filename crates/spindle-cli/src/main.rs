@@ -4,6 +4,7 @@
 //! on stdout exits quietly.
 
 mod bench;
+mod burst_cmd;
 mod differential_cmd;
 mod drives_cmd;
 mod output;
@@ -37,6 +38,8 @@ enum Cmd {
     Run(run_cmd::RunArgs),
     /// Run an experiment over the product of its [[axis]] tables, one row per point.
     Sweep(sweep_cmd::SweepArgs),
+    /// The shortest burst that overflows a write cache (parity arrays, process groups).
+    Burst(burst_cmd::BurstArgs),
     /// List and show the built-in drive library.
     #[command(subcommand)]
     Drives(drives_cmd::DrivesCmd),
@@ -56,6 +59,7 @@ fn main() {
     let result = match cli.cmd {
         Cmd::Run(args) => run_cmd::run(args, cli.quiet),
         Cmd::Sweep(args) => sweep_cmd::run(args, cli.quiet),
+        Cmd::Burst(args) => burst_cmd::run(args, cli.quiet),
         Cmd::Drives(cmd) => drives_cmd::run(cmd),
         Cmd::Trace(cmd) => trace_cmd::run(cmd, cli.quiet),
         Cmd::Bench(args) => bench::run(args, cli.quiet),

@@ -5,6 +5,7 @@
 //! virtual-time simulator in [`sim`], later the real-time emulator — own the clock.
 
 pub mod array;
+pub mod burst;
 pub mod cache;
 pub mod config;
 pub mod drive;

@@ -160,3 +160,41 @@ fn every_destage_is_charged_to_its_cause_and_the_window_balances() {
         assert!((sum - d.utilization).abs() < 1e-9, "disk {}", d.disk);
     }
 }
+
+#[test]
+fn least_cost_tolerates_the_longest_bursts() {
+    // Fig. 11 / IV.B: "the least-cost algorithm, followed closely by FCFS, showed the best
+    // burst tolerance ... the linear threshold algorithm is not able to sustain bursts as
+    // long". Background 200 IOPS, bursts of 3x, 5 cycles. Tolerance: least-cost's mean at
+    // least 0.95 of every other's (the cycles' spread is about ±20 %; measured least-cost
+    // 1.00 s, linear threshold 0.86, regions 0.85, FCFS 0.68, high/low 0.60 s). FCFS does
+    // not follow closely here (docs: examples/raid5/README.md), so it is not asserted.
+    use spindle::burst::{burst_tolerance, BurstSpec};
+    let text = format!("seed = 1\n{BASE}\n[workload.groups]\n");
+    let mut means = Vec::new();
+    for d in ["least-cost", "linear-threshold", "high-low", "regions"] {
+        let sets = [
+            format!("array.destage={d}"),
+            "workload.rate_iops=200".to_string(),
+        ];
+        let rows = burst_tolerance(
+            &text,
+            "raid5",
+            &sets,
+            BurstSpec::default(),
+            &no_files,
+            &no_trace,
+            &mut |_, _| {},
+        )
+        .expect("burst tolerance runs");
+        assert_eq!(
+            rows[0].overflowed_before, 0,
+            "{d}: the background alone overflowed"
+        );
+        means.push((d, rows[0].mean_s.expect("the burst overflows the cache")));
+    }
+    let lc = means[0].1;
+    for (d, m) in &means[1..] {
+        assert!(lc >= 0.95 * m, "least-cost {lc} s vs {d} {m} s");
+    }
+}
