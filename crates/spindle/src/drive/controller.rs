@@ -567,10 +567,9 @@ impl Controller {
             times[k0 as usize - 1].1.max(now + overhead + disconnect) + reselect
         };
         let seg_size = u64::from(c.segment_sectors).max(1);
-        // (Not for a drive that never disconnects: DiskSim's never-disconnect reads
-        // measure as not held back by the segment over the differential models; the
-        // source of that is not traced.)
-        let (end, media_end) = if n <= seg_size || c.never_disconnect {
+        // A drive that never disconnects is held back by the segment too
+        // (`disk_buffer_block_available` does not look at the bus).
+        let (end, media_end) = if n <= seg_size {
             let end = self.read_interface(p, bus_start, &times, k0, (disconnect, reselect));
             (end, media_end)
         } else {
@@ -1128,6 +1127,31 @@ mod tests {
             4,
         );
         assert!(!far.hit);
+    }
+
+    #[test]
+    fn a_never_disconnect_read_larger_than_its_segment_waits_for_the_segment() {
+        // DiskSim `disk_buffer_block_available`: the media does not read a sector a segment
+        // or more ahead of what the host has taken, whether or not the drive disconnects.
+        // 10 sectors a segment, the bus (0.2 ms a sector) slower than the media (60 µs):
+        // the media stalls and comes back after a revolution (6 ms) while the bus drains
+        // the segment in 2 ms, so 100 sectors take well over their 20 ms on the bus.
+        let mut c = cache();
+        c.enable_caching = 0;
+        c.continuous_read = 0;
+        c.max_read_ahead_sectors = 0;
+        c.fast_write_level = 0;
+        c.segment_sectors = 10;
+        c.never_disconnect = true;
+        c.bus_sector_ms = 0.2;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let s = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 100);
+        assert!(
+            s.access.end > Nanos::ZERO + Span::from_ms(40),
+            "{:?}",
+            s.access.end
+        );
     }
 
     #[test]

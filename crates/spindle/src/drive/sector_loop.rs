@@ -366,6 +366,10 @@ pub(super) fn read_media_segmented(
         /// Sectors read from the media.
         buffered: u64,
         done: Nanos,
+        /// The time of the event being handled.
+        now: Nanos,
+        /// When each sector read was buffered.
+        when: Vec<Nanos>,
     }
     impl Sim<'_> {
         fn piece(&mut self, t0: Nanos) {
@@ -427,7 +431,10 @@ pub(super) fn read_media_segmented(
                             return;
                         }
                         if self.buffered > self.out {
-                            self.piece(at);
+                            // The first piece cannot leave before its first sector is
+                            // buffered (a drive that never disconnects is connected from
+                            // the command on, before the media has read anything).
+                            self.piece(at.max(self.when[self.out as usize]));
                         } else {
                             return;
                         }
@@ -452,6 +459,7 @@ pub(super) fn read_media_segmented(
     }
     impl SegmentSim for Sim<'_> {
         fn event(&mut self, t: Nanos, sector_event: bool) {
+            self.now = t;
             self.advance(t, sector_event);
         }
         fn may_pass(&self, j: u64, due: Nanos) -> bool {
@@ -460,6 +468,7 @@ pub(super) fn read_media_segmented(
         }
         fn passed(&mut self, j: u64) {
             self.buffered = j + 1;
+            self.when.push(self.now);
         }
     }
     let mut sim = Sim {
@@ -469,6 +478,8 @@ pub(super) fn read_media_segmented(
         out: 0,
         buffered: 0,
         done: bus.start,
+        now: Nanos::ZERO,
+        when: Vec::with_capacity(n as usize),
     };
     let end = segment_walk(drive, head, x, times, Op::Read, &mut sim);
     // The media is done: the interface sends the rest.
@@ -484,4 +495,43 @@ pub(super) fn read_media_segmented(
         sim.advance(t, true);
     }
     (sim.done, end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::spec::test_spec;
+    use super::*;
+    use rand_pcg::Pcg64Mcg;
+
+    #[test]
+    fn a_read_connected_from_the_command_sends_its_first_sector_once_buffered() {
+        // 10,000 rpm, 100 sectors a track: a sector passes in 60 µs, the bus takes 100 µs.
+        // A drive that never disconnects is on the bus from the command (t = 0), long
+        // before the media has read anything; the host gets sector 0 only once it is
+        // buffered, and the bus, slower than the media, is never starved after.
+        let d = Drive::from_spec(&test_spec(2, 1000, 100)).unwrap();
+        let head = HeadState {
+            cylinder: 0,
+            head: 0,
+            phase_ns: 0,
+        };
+        let x = Transfer {
+            op: Op::Read,
+            lba: 5_000,
+            sectors: 40,
+        };
+        let mut times = Vec::new();
+        d.access_with_sector_times(Nanos(0), &head, x, None::<&mut Pcg64Mcg>, &mut times);
+        let bus = ReadBus {
+            start: Nanos(0),
+            sector: Span::from_ms_f64(0.1),
+            size: 30,
+            hold: true,
+            mark: 1,
+            disconnect: Span::ZERO,
+            reselect: Span::ZERO,
+        };
+        let (done, _) = read_media_segmented(&d, &head, x, &times, &bus);
+        assert_eq!(done, times[0].1 + Span::from_ms_f64(0.1) * 40);
+    }
 }
