@@ -529,10 +529,12 @@ impl Controller {
         let mut times = Vec::with_capacity(x.sectors as usize);
         let a = drive.access_with_sector_times(start, &self.head, x, rng, &mut times);
         let n = u64::from(x.sectors);
-        // Zero-latency reads (`immediate_buffer_read`) are not applied: timed as on-arrival
-        // reads (see `zero_latency`), the one validation drive that enables them (DEC RZ26)
-        // scores 0.392 ms instead of 0.327 ms (2026-11-21) against its measured trace, worse than DiskSim's
-        // 0.341, so DiskSim's meaning of the setting is not this one. Writes use it.
+        // Zero-latency reads and writes ("Immediate buffer read/write") start at the first
+        // requested sector, as in DiskSim 4.0: `g1_access_block` (diskmodel/mech_g1.c),
+        // which `disk_buffer_seekdone` and `dm_latency_g1` ask where an immediate access
+        // begins, takes the layout's `DM_OK` (−3) from `dm_convert_atop` for a failure and
+        // returns the first requested sector. (Timed as on-arrival reads, DEC RZ26, which
+        // enables them, scored 0.392 ms instead of 0.327 against its measured trace.)
         let (media_end, rotation) = (a.end, a.rotation);
         // Reconnecting to send data costs the first reselection and the data preparation
         // (DiskSim `disk_check_bus`: `overhead_reselect_first` + `overhead_data_prep` when
@@ -858,15 +860,8 @@ impl Controller {
         }
         let mut times = Vec::with_capacity(x.sectors as usize);
         let a = drive.access_with_sector_times(start, &self.head, x, rng, &mut times);
-        // Zero-latency writes: with every sector already buffered when the head lands, the
-        // write starts at the next sector boundary inside the request and wraps around.
+        // (Zero-latency writes start at the first sector too: see `read`.)
         let landed = start + a.overhead + a.seek;
-        let zl =
-            if c.immediate_buffer_write && data_in <= landed && n <= u64::from(c.segment_sectors) {
-                zero_latency(drive, start, &self.head, x, &a)
-            } else {
-                None
-            };
         // Sector k goes to the media when it comes under the head and must be in the buffer
         // by then (DiskSim `disk_buffer_block_available` at the sector's start); a drive with
         // the extra write disconnect starts writing only once min(request, 10) sectors are
@@ -877,7 +872,7 @@ impl Controller {
             None => 1,
         };
         let seg_size = u64::from(c.segment_sectors).max(1);
-        let (data_in, mut media_end) = if n <= seg_size {
+        let (data_in, media_end) = if n <= seg_size {
             let ready = |k: u64| bus_start + p.bus_sector_write * (k + 1).max(q);
             (
                 data_in,
@@ -903,9 +898,6 @@ impl Controller {
             };
             write_media_segmented(drive, &self.head, x, &times, &bus)
         };
-        if let Some(z) = zl {
-            media_end = media_end.min(z.end);
-        }
         self.head.cylinder = a.end_cylinder;
         self.head.head = a.end_head;
         self.mech_free = media_end;
@@ -986,52 +978,6 @@ impl Controller {
 fn track_of(drive: &Drive, lba: u64) -> u64 {
     let chs = drive.locate(lba).chs;
     u64::from(chs.cylinder) * u64::from(drive.geometry().surfaces()) + u64::from(chs.head)
-}
-
-/// A zero-latency media access of a request on one track.
-struct ZeroLatency {
-    end: Nanos,
-}
-
-/// Zero-latency ("read/write on arrival") timing of a single-track request whose span the
-/// head lands inside: it transfers from the next sector boundary to the end of the request,
-/// rotates back to the first sector and finishes there — one revolution plus the wait to a
-/// boundary instead of waiting for the first sector. `None` when the request crosses a track,
-/// the head lands outside its span, or it would not be quicker than `a`, the in-order access
-/// started at `start`.
-fn zero_latency(
-    drive: &Drive,
-    start: Nanos,
-    head: &HeadState,
-    x: Transfer,
-    a: &Access,
-) -> Option<ZeroLatency> {
-    let n = u64::from(x.sectors);
-    if drive.geometry().run_on_track(x.lba) < x.sectors {
-        return None;
-    }
-    let target = drive.locate(x.lba);
-    let spt = u64::from(drive.geometry().sectors_per_track(target.chs.cylinder));
-    let period = drive.period().0;
-    let sectors = |k: u64| period * k / spt;
-    let landed = start + a.overhead + a.seek;
-    let angle = (landed.0 % period + head.phase_ns) % period;
-    let into = (angle + period - target.angle_ns) % period;
-    if into == 0 || into >= sectors(n) {
-        return None;
-    }
-    // The first whole sector boundary after landing, counted from the request's start.
-    let k0 = (into * spt).div_ceil(period);
-    if k0 >= n {
-        return None;
-    }
-    let wait = sectors(k0).saturating_sub(into);
-    let t0 = landed.0 + wait;
-    // Sectors k0..n are written first, then the head comes round to the request's start
-    // and writes 0..k0.
-    let wrap = t0 + sectors(spt - k0);
-    let end = Nanos(wrap + sectors(k0));
-    (end < a.end).then_some(ZeroLatency { end })
 }
 
 #[cfg(test)]
@@ -1296,7 +1242,9 @@ mod tests {
     }
 
     #[test]
-    fn zero_latency_writes_start_at_the_next_sector_boundary_inside_the_request() {
+    fn zero_latency_writes_wait_for_the_first_sector_as_in_disksim() {
+        // DiskSim 4.0's `g1_access_block` takes `dm_convert_atop`'s DM_OK (−3) for a failure,
+        // so an immediate ("zero-latency") access starts at its first requested sector.
         let mut c = cache();
         c.bus_sector_ms = 0.0;
         c.fast_write_level = 0;
@@ -1306,45 +1254,19 @@ mod tests {
         let zl = drive(Some(c));
         // A 50-sector write on track 0 (sectors 0..50; 100 sectors, 6 ms per revolution, 0.06
         // ms per sector) from the same track, landing 0.3 + 1.5 ms = 1.8 ms in: 30 sectors
-        // into the span, with all data already buffered (interface time 0). In order it waits
-        // 70 sectors and writes 50 (7.2 ms after landing); on arrival it writes 30..50, comes
-        // round and writes 0..30: one revolution (6 ms).
+        // into the span, with all data already buffered (interface time 0). It waits 70
+        // sectors for sector 0 and writes 50: 7.2 ms after landing, zero latency or not.
         let head = HeadState {
             cylinder: 0,
             head: 0,
             phase_ns: 0,
         };
         let t = Nanos(1_500_000);
-        let in_order = serve(
-            &mut Controller::new(&plain, head),
-            &plain,
-            t,
-            Op::Write,
-            0,
-            50,
-        );
-        let on_arrival = serve(&mut Controller::new(&zl, head), &zl, t, Op::Write, 0, 50);
         let landed = t + Span::from_ms_f64(0.3);
-        assert_eq!(in_order.access.end, landed + Span::from_ms_f64(7.2));
-        assert_eq!(on_arrival.access.end, landed + Span::from_ms_f64(6.0));
-        // Landing before the request's first sector, nothing changes.
-        let early = serve(
-            &mut Controller::new(&zl, head),
-            &zl,
-            Nanos(0),
-            Op::Write,
-            50,
-            10,
-        );
-        let early_plain = serve(
-            &mut Controller::new(&plain, head),
-            &plain,
-            Nanos(0),
-            Op::Write,
-            50,
-            10,
-        );
-        assert_eq!(early.access.end, early_plain.access.end);
+        for d in [&plain, &zl] {
+            let s = serve(&mut Controller::new(d, head), d, t, Op::Write, 0, 50);
+            assert_eq!(s.access.end, landed + Span::from_ms_f64(7.2));
+        }
     }
 
     /// The extra write disconnect of the two tests below.
