@@ -29,7 +29,8 @@
 use super::cache_spec::CacheSpec;
 use super::mech::{Access, Drive, HeadState, Transfer};
 use super::sector_loop::{
-    read_media_segmented, write_media_end, write_media_segmented, ReadBus, WriteBus,
+    read_media_segmented, write_media_end, write_media_immediate, write_media_segmented, ReadBus,
+    WriteBus,
 };
 use crate::{Nanos, Op, Span};
 use rand::Rng;
@@ -874,10 +875,14 @@ impl Controller {
         let seg_size = u64::from(c.segment_sectors).max(1);
         let (data_in, media_end) = if n <= seg_size {
             let ready = |k: u64| bus_start + p.bus_sector_write * (k + 1).max(q);
-            (
-                data_in,
-                write_media_end(drive, &self.head, x, &times, ready),
-            )
+            // Zero-latency writes: sectors buffered after their turn has passed are
+            // written as they come round, out of order (DiskSim `disk_buffer_sector_done`).
+            let media = if c.immediate_buffer_write {
+                write_media_immediate(drive, &self.head, x, landed, ready)
+            } else {
+                write_media_end(drive, &self.head, x, &times, ready)
+            };
+            (data_in, media)
         } else {
             // A write larger than its segment comes over the interface in pieces as the
             // media write frees room.
