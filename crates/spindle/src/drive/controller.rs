@@ -396,7 +396,13 @@ impl Controller {
         rng: Option<&mut R>,
     ) -> Service {
         let c = &p.spec;
-        let first = self.ready_at(drive, now, x.lba);
+        // A hit needs its first sector in the buffer when the request arrives: one the
+        // read-ahead has yet to reach is a miss (DiskSim `disk_buffer_check_read_segments`
+        // looks only at `startblkno..endblkno`, what is read; "Allow almost read hits" is
+        // not modelled).
+        let first = self
+            .ready_at(drive, now, x.lba)
+            .filter(|&(_, ready)| ready <= now);
         let hit = c.enable_caching > 0 && first.is_some();
         let overhead = match (hit, self.after_read()) {
             (true, true) => ns(c.read_hit_after_read_ms),
@@ -1103,6 +1109,20 @@ mod tests {
             "{:?}",
             s.access.end
         );
+    }
+
+    #[test]
+    fn a_read_ahead_of_the_read_ahead_is_a_miss() {
+        // DiskSim `disk_buffer_check_read_segments`: only sectors already read are hits.
+        let d = drive(Some(cache()));
+        let mut ctl = Controller::new(&d, HEAD);
+        let miss = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 4);
+        // The read-ahead (5004..5100, 60 µs a sector) has not reached 5050 0.1 ms later.
+        let t = miss.access.end + Span::from_ms_f64(0.1);
+        let ahead = serve(&mut ctl, &d, t, Op::Read, 5_050, 4);
+        assert!(!ahead.hit);
+        // Read miss overhead after a read (0.3 ms) first.
+        assert!(ahead.access.end.since(t) > Span::from_ms_f64(0.3 + 0.4));
     }
 
     #[test]
