@@ -409,7 +409,25 @@ impl Controller {
             (true, false) => ns(c.read_hit_after_write_ms),
             (false, _) => self.read_miss_overhead(c),
         };
-        let begin = now + overhead + ns(c.data_preparation_ms);
+        let mut overhead = overhead;
+        let mut begin = now + overhead + ns(c.data_preparation_ms);
+        if hit && !c.never_disconnect && self.destage_end > now {
+            // A hit arriving while write-back data is being destaged cannot take the
+            // mechanism's place (DiskSim `disk_buffer_stopable_access`: a writing access
+            // stops only for an append): the drive disconnects after the read-miss command
+            // overhead and the read disconnect overhead (`disk_read_arrive`), and once the
+            // destage is done reconnects (first reselection and data preparation) to send
+            // the data.
+            overhead = self.read_miss_overhead(c);
+            let disconnect = if self.after_read() {
+                ns(c.read_disconnect_after_read_ms)
+            } else {
+                ns(c.read_disconnect_after_write_ms)
+            };
+            begin = (now + overhead + disconnect).max(self.destage_end)
+                + ns(c.first_reselect_ms)
+                + ns(c.data_preparation_ms);
+        }
         if hit {
             // Sectors present or on their way from the read-ahead; any beyond it are a miss
             // of the remainder, served after the read-ahead's last sector.
@@ -1123,6 +1141,20 @@ mod tests {
         assert!(!ahead.hit);
         // Read miss overhead after a read (0.3 ms) first.
         assert!(ahead.access.end.since(t) > Span::from_ms_f64(0.3 + 0.4));
+    }
+
+    #[test]
+    fn a_read_hit_during_a_destage_waits_for_it() {
+        // DiskSim `disk_buffer_stopable_access`: a destage is not stopped for a read hit.
+        let d = drive(Some(cache()));
+        let mut ctl = Controller::new(&d, HEAD);
+        let w = serve(&mut ctl, &d, Nanos(0), Op::Write, 5_000, 8);
+        let destaged = ctl.mech_free();
+        assert!(destaged > w.access.end);
+        let r = serve(&mut ctl, &d, w.access.end, Op::Read, 5_000, 4);
+        assert!(r.hit);
+        // After the destage: 4 sectors at 0.1 ms.
+        assert_eq!(r.access.end, destaged + Span::from_ms_f64(0.4));
     }
 
     #[test]
