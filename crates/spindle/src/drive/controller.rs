@@ -411,8 +411,30 @@ impl Controller {
         };
         let mut overhead = overhead;
         let mut begin = now + overhead + ns(c.data_preparation_ms);
-        if hit && !c.never_disconnect && self.destage_end > now {
-            // A hit arriving while write-back data is being destaged cannot take the
+        // Nor can a hit on another segment stop a read-ahead short of its minimum
+        // (`disk_buffer_stopable_access`): it waits for the read-ahead to reach it.
+        let other = self
+            .read_ahead
+            .as_ref()
+            .is_some_and(|ra| Some(ra.segment) != first.map(|f| f.0));
+        let ra_busy = if hit && !c.never_disconnect && other {
+            self.read_ahead_unstoppable_until(drive, now)
+        } else {
+            None
+        };
+        if let Some(h) = ra_busy {
+            overhead = self.read_miss_overhead(c);
+            let disconnect = if self.after_read() {
+                ns(c.read_disconnect_after_read_ms)
+            } else {
+                ns(c.read_disconnect_after_write_ms)
+            };
+            self.stop_read_ahead(drive, h);
+            begin = (now + overhead + disconnect).max(h)
+                + ns(c.first_reselect_ms)
+                + ns(c.data_preparation_ms);
+        } else if hit && !c.never_disconnect && self.destage_end > now {
+            // Likewise, a hit arriving while write-back data is being destaged cannot take the
             // mechanism's place (DiskSim `disk_buffer_stopable_access`: a writing access
             // stops only for an append): the drive disconnects after the read-miss command
             // overhead and the read disconnect overhead (`disk_read_arrive`), and once the
@@ -1155,6 +1177,33 @@ mod tests {
         assert!(r.hit);
         // After the destage: 4 sectors at 0.1 ms.
         assert_eq!(r.access.end, destaged + Span::from_ms_f64(0.4));
+    }
+
+    #[test]
+    fn a_read_hit_on_another_segment_waits_for_the_minimum_read_ahead() {
+        let mut c = cache();
+        c.min_read_ahead_sectors = 90;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        // Sectors 0..100 cached (the read-ahead ran to the track end), then a miss at 5000
+        // whose read-ahead must read 90 sectors (5.4 ms) before it may stop.
+        let a = serve(&mut ctl, &d, Nanos(0), Op::Read, 0, 4);
+        let b = serve(
+            &mut ctl,
+            &d,
+            a.access.end + Span::from_ms(20),
+            Op::Read,
+            5_000,
+            4,
+        );
+        let t = b.access.end;
+        let r = serve(&mut ctl, &d, t, Op::Read, 10, 4);
+        assert!(r.hit);
+        assert!(
+            r.access.end > t + Span::from_ms(5),
+            "{:?}",
+            r.access.end.since(t)
+        );
     }
 
     #[test]
