@@ -849,11 +849,12 @@ impl Controller {
         } else {
             self.read_ahead_unstoppable_until(drive, now)
         };
-        if let Some(h) = unstoppable {
-            self.stop_read_ahead(drive, h);
-        } else if c.write_hit_stop_prefetch || !fast {
-            self.stop_read_ahead(drive, t);
-        }
+        // The write's media access (write-through, or the destage, which starts at once)
+        // takes the mechanism from a read-ahead whether or not "Write hit stop prefetch" is
+        // set: DiskSim hands the hda to the write (`disk_check_hda`) once the read-ahead is
+        // stoppable; the setting only cuts short the goal of a read-ahead the write
+        // overlaps (`disk_buffer_stopable_access`), which stopping it here covers.
+        self.stop_read_ahead(drive, unstoppable.unwrap_or(t));
         // Data comes over the interface first (after the extra disconnect, if any).
         let mut bus_start = t + ns(c.data_preparation_ms);
         if let Some(h) = unstoppable {
@@ -1204,6 +1205,26 @@ mod tests {
             "{:?}",
             r.access.end.since(t)
         );
+    }
+
+    #[test]
+    fn a_fast_write_takes_the_mechanism_from_the_read_ahead() {
+        // With or without "Write hit stop prefetch", the destage stops the read-ahead: a
+        // later miss positions from where the destage left the arm.
+        let run = |stop: bool| {
+            let mut c = cache();
+            c.write_hit_stop_prefetch = stop;
+            let d = drive(Some(c));
+            let mut ctl = Controller::new(&d, HEAD);
+            let r = serve(&mut ctl, &d, Nanos(0), Op::Read, 0, 4);
+            let w = serve(&mut ctl, &d, r.access.end, Op::Write, 50_000, 8);
+            let t = w.access.end + Span::from_ms(30);
+            serve(&mut ctl, &d, t, Op::Read, 50_200, 4)
+                .access
+                .end
+                .since(t)
+        };
+        assert_eq!(run(false), run(true));
     }
 
     #[test]
