@@ -29,7 +29,8 @@
 use super::cache_spec::CacheSpec;
 use super::mech::{Access, Drive, HeadState, Transfer};
 use super::sector_loop::{
-    read_media_segmented, write_media_end, write_media_segmented, ReadBus, WriteBus,
+    read_media_segmented, write_media_end, write_media_immediate, write_media_segmented, ReadBus,
+    WriteBus,
 };
 use crate::{Nanos, Op, Span};
 use rand::Rng;
@@ -395,14 +396,60 @@ impl Controller {
         rng: Option<&mut R>,
     ) -> Service {
         let c = &p.spec;
-        let first = self.ready_at(drive, now, x.lba);
+        // A hit needs its first sector in the buffer when the request arrives: one the
+        // read-ahead has yet to reach is a miss (DiskSim `disk_buffer_check_read_segments`
+        // looks only at `startblkno..endblkno`, what is read; "Allow almost read hits" is
+        // not modelled).
+        let first = self
+            .ready_at(drive, now, x.lba)
+            .filter(|&(_, ready)| ready <= now);
         let hit = c.enable_caching > 0 && first.is_some();
         let overhead = match (hit, self.after_read()) {
             (true, true) => ns(c.read_hit_after_read_ms),
             (true, false) => ns(c.read_hit_after_write_ms),
             (false, _) => self.read_miss_overhead(c),
         };
-        let begin = now + overhead + ns(c.data_preparation_ms);
+        let mut overhead = overhead;
+        let mut begin = now + overhead + ns(c.data_preparation_ms);
+        // Nor can a hit on another segment stop a read-ahead short of its minimum
+        // (`disk_buffer_stopable_access`): it waits for the read-ahead to reach it.
+        let other = self
+            .read_ahead
+            .as_ref()
+            .is_some_and(|ra| Some(ra.segment) != first.map(|f| f.0));
+        let ra_busy = if hit && !c.never_disconnect && other {
+            self.read_ahead_unstoppable_until(drive, now)
+        } else {
+            None
+        };
+        if let Some(h) = ra_busy {
+            overhead = self.read_miss_overhead(c);
+            let disconnect = if self.after_read() {
+                ns(c.read_disconnect_after_read_ms)
+            } else {
+                ns(c.read_disconnect_after_write_ms)
+            };
+            self.stop_read_ahead(drive, h);
+            begin = (now + overhead + disconnect).max(h)
+                + ns(c.first_reselect_ms)
+                + ns(c.data_preparation_ms);
+        } else if hit && !c.never_disconnect && self.destage_end > now {
+            // Likewise, a hit arriving while write-back data is being destaged cannot take the
+            // mechanism's place (DiskSim `disk_buffer_stopable_access`: a writing access
+            // stops only for an append): the drive disconnects after the read-miss command
+            // overhead and the read disconnect overhead (`disk_read_arrive`), and once the
+            // destage is done reconnects (first reselection and data preparation) to send
+            // the data.
+            overhead = self.read_miss_overhead(c);
+            let disconnect = if self.after_read() {
+                ns(c.read_disconnect_after_read_ms)
+            } else {
+                ns(c.read_disconnect_after_write_ms)
+            };
+            begin = (now + overhead + disconnect).max(self.destage_end)
+                + ns(c.first_reselect_ms)
+                + ns(c.data_preparation_ms);
+        }
         if hit {
             // Sectors present or on their way from the read-ahead; any beyond it are a miss
             // of the remainder, served after the read-ahead's last sector.
@@ -529,10 +576,12 @@ impl Controller {
         let mut times = Vec::with_capacity(x.sectors as usize);
         let a = drive.access_with_sector_times(start, &self.head, x, rng, &mut times);
         let n = u64::from(x.sectors);
-        // Zero-latency reads (`immediate_buffer_read`) are not applied: timed as on-arrival
-        // reads (see `zero_latency`), the one validation drive that enables them (DEC RZ26)
-        // scores 0.392 ms instead of 0.327 ms (2026-11-21) against its measured trace, worse than DiskSim's
-        // 0.341, so DiskSim's meaning of the setting is not this one. Writes use it.
+        // Zero-latency reads and writes ("Immediate buffer read/write") start at the first
+        // requested sector, as in DiskSim 4.0: `g1_access_block` (diskmodel/mech_g1.c),
+        // which `disk_buffer_seekdone` and `dm_latency_g1` ask where an immediate access
+        // begins, takes the layout's `DM_OK` (−3) from `dm_convert_atop` for a failure and
+        // returns the first requested sector. (Timed as on-arrival reads, DEC RZ26, which
+        // enables them, scored 0.392 ms instead of 0.327 against its measured trace.)
         let (media_end, rotation) = (a.end, a.rotation);
         // Reconnecting to send data costs the first reselection and the data preparation
         // (DiskSim `disk_check_bus`: `overhead_reselect_first` + `overhead_data_prep` when
@@ -567,10 +616,9 @@ impl Controller {
             times[k0 as usize - 1].1.max(now + overhead + disconnect) + reselect
         };
         let seg_size = u64::from(c.segment_sectors).max(1);
-        // (Not for a drive that never disconnects: DiskSim's never-disconnect reads
-        // measure as not held back by the segment over the differential models; the
-        // source of that is not traced.)
-        let (end, media_end) = if n <= seg_size || c.never_disconnect {
+        // A drive that never disconnects is held back by the segment too
+        // (`disk_buffer_block_available` does not look at the bus).
+        let (end, media_end) = if n <= seg_size {
             let end = self.read_interface(p, bus_start, &times, k0, (disconnect, reselect));
             (end, media_end)
         } else {
@@ -801,11 +849,12 @@ impl Controller {
         } else {
             self.read_ahead_unstoppable_until(drive, now)
         };
-        if let Some(h) = unstoppable {
-            self.stop_read_ahead(drive, h);
-        } else if c.write_hit_stop_prefetch || !fast {
-            self.stop_read_ahead(drive, t);
-        }
+        // The write's media access (write-through, or the destage, which starts at once)
+        // takes the mechanism from a read-ahead whether or not "Write hit stop prefetch" is
+        // set: DiskSim hands the hda to the write (`disk_check_hda`) once the read-ahead is
+        // stoppable; the setting only cuts short the goal of a read-ahead the write
+        // overlaps (`disk_buffer_stopable_access`), which stopping it here covers.
+        self.stop_read_ahead(drive, unstoppable.unwrap_or(t));
         // Data comes over the interface first (after the extra disconnect, if any).
         let mut bus_start = t + ns(c.data_preparation_ms);
         if let Some(h) = unstoppable {
@@ -859,15 +908,8 @@ impl Controller {
         }
         let mut times = Vec::with_capacity(x.sectors as usize);
         let a = drive.access_with_sector_times(start, &self.head, x, rng, &mut times);
-        // Zero-latency writes: with every sector already buffered when the head lands, the
-        // write starts at the next sector boundary inside the request and wraps around.
+        // (Zero-latency writes start at the first sector too: see `read`.)
         let landed = start + a.overhead + a.seek;
-        let zl =
-            if c.immediate_buffer_write && data_in <= landed && n <= u64::from(c.segment_sectors) {
-                zero_latency(drive, start, &self.head, x, &a)
-            } else {
-                None
-            };
         // Sector k goes to the media when it comes under the head and must be in the buffer
         // by then (DiskSim `disk_buffer_block_available` at the sector's start); a drive with
         // the extra write disconnect starts writing only once min(request, 10) sectors are
@@ -878,12 +920,16 @@ impl Controller {
             None => 1,
         };
         let seg_size = u64::from(c.segment_sectors).max(1);
-        let (data_in, mut media_end) = if n <= seg_size {
+        let (data_in, media_end) = if n <= seg_size {
             let ready = |k: u64| bus_start + p.bus_sector_write * (k + 1).max(q);
-            (
-                data_in,
-                write_media_end(drive, &self.head, x, &times, ready),
-            )
+            // Zero-latency writes: sectors buffered after their turn has passed are
+            // written as they come round, out of order (DiskSim `disk_buffer_sector_done`).
+            let media = if c.immediate_buffer_write {
+                write_media_immediate(drive, &self.head, x, landed, ready)
+            } else {
+                write_media_end(drive, &self.head, x, &times, ready)
+            };
+            (data_in, media)
         } else {
             // A write larger than its segment comes over the interface in pieces as the
             // media write frees room.
@@ -904,9 +950,6 @@ impl Controller {
             };
             write_media_segmented(drive, &self.head, x, &times, &bus)
         };
-        if let Some(z) = zl {
-            media_end = media_end.min(z.end);
-        }
         self.head.cylinder = a.end_cylinder;
         self.head.head = a.end_head;
         self.mech_free = media_end;
@@ -987,52 +1030,6 @@ impl Controller {
 fn track_of(drive: &Drive, lba: u64) -> u64 {
     let chs = drive.locate(lba).chs;
     u64::from(chs.cylinder) * u64::from(drive.geometry().surfaces()) + u64::from(chs.head)
-}
-
-/// A zero-latency media access of a request on one track.
-struct ZeroLatency {
-    end: Nanos,
-}
-
-/// Zero-latency ("read/write on arrival") timing of a single-track request whose span the
-/// head lands inside: it transfers from the next sector boundary to the end of the request,
-/// rotates back to the first sector and finishes there — one revolution plus the wait to a
-/// boundary instead of waiting for the first sector. `None` when the request crosses a track,
-/// the head lands outside its span, or it would not be quicker than `a`, the in-order access
-/// started at `start`.
-fn zero_latency(
-    drive: &Drive,
-    start: Nanos,
-    head: &HeadState,
-    x: Transfer,
-    a: &Access,
-) -> Option<ZeroLatency> {
-    let n = u64::from(x.sectors);
-    if drive.geometry().run_on_track(x.lba) < x.sectors {
-        return None;
-    }
-    let target = drive.locate(x.lba);
-    let spt = u64::from(drive.geometry().sectors_per_track(target.chs.cylinder));
-    let period = drive.period().0;
-    let sectors = |k: u64| period * k / spt;
-    let landed = start + a.overhead + a.seek;
-    let angle = (landed.0 % period + head.phase_ns) % period;
-    let into = (angle + period - target.angle_ns) % period;
-    if into == 0 || into >= sectors(n) {
-        return None;
-    }
-    // The first whole sector boundary after landing, counted from the request's start.
-    let k0 = (into * spt).div_ceil(period);
-    if k0 >= n {
-        return None;
-    }
-    let wait = sectors(k0).saturating_sub(into);
-    let t0 = landed.0 + wait;
-    // Sectors k0..n are written first, then the head comes round to the request's start
-    // and writes 0..k0.
-    let wrap = t0 + sectors(spt - k0);
-    let end = Nanos(wrap + sectors(k0));
-    (end < a.end).then_some(ZeroLatency { end })
 }
 
 #[cfg(test)]
@@ -1128,6 +1125,106 @@ mod tests {
             4,
         );
         assert!(!far.hit);
+    }
+
+    #[test]
+    fn a_never_disconnect_read_larger_than_its_segment_waits_for_the_segment() {
+        // DiskSim `disk_buffer_block_available`: the media does not read a sector a segment
+        // or more ahead of what the host has taken, whether or not the drive disconnects.
+        // 10 sectors a segment, the bus (0.2 ms a sector) slower than the media (60 µs):
+        // the media stalls and comes back after a revolution (6 ms) while the bus drains
+        // the segment in 2 ms, so 100 sectors take well over their 20 ms on the bus.
+        let mut c = cache();
+        c.enable_caching = 0;
+        c.continuous_read = 0;
+        c.max_read_ahead_sectors = 0;
+        c.fast_write_level = 0;
+        c.segment_sectors = 10;
+        c.never_disconnect = true;
+        c.bus_sector_ms = 0.2;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let s = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 100);
+        assert!(
+            s.access.end > Nanos::ZERO + Span::from_ms(40),
+            "{:?}",
+            s.access.end
+        );
+    }
+
+    #[test]
+    fn a_read_ahead_of_the_read_ahead_is_a_miss() {
+        // DiskSim `disk_buffer_check_read_segments`: only sectors already read are hits.
+        let d = drive(Some(cache()));
+        let mut ctl = Controller::new(&d, HEAD);
+        let miss = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 4);
+        // The read-ahead (5004..5100, 60 µs a sector) has not reached 5050 0.1 ms later.
+        let t = miss.access.end + Span::from_ms_f64(0.1);
+        let ahead = serve(&mut ctl, &d, t, Op::Read, 5_050, 4);
+        assert!(!ahead.hit);
+        // Read miss overhead after a read (0.3 ms) first.
+        assert!(ahead.access.end.since(t) > Span::from_ms_f64(0.3 + 0.4));
+    }
+
+    #[test]
+    fn a_read_hit_during_a_destage_waits_for_it() {
+        // DiskSim `disk_buffer_stopable_access`: a destage is not stopped for a read hit.
+        let d = drive(Some(cache()));
+        let mut ctl = Controller::new(&d, HEAD);
+        let w = serve(&mut ctl, &d, Nanos(0), Op::Write, 5_000, 8);
+        let destaged = ctl.mech_free();
+        assert!(destaged > w.access.end);
+        let r = serve(&mut ctl, &d, w.access.end, Op::Read, 5_000, 4);
+        assert!(r.hit);
+        // After the destage: 4 sectors at 0.1 ms.
+        assert_eq!(r.access.end, destaged + Span::from_ms_f64(0.4));
+    }
+
+    #[test]
+    fn a_read_hit_on_another_segment_waits_for_the_minimum_read_ahead() {
+        let mut c = cache();
+        c.min_read_ahead_sectors = 90;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        // Sectors 0..100 cached (the read-ahead ran to the track end), then a miss at 5000
+        // whose read-ahead must read 90 sectors (5.4 ms) before it may stop.
+        let a = serve(&mut ctl, &d, Nanos(0), Op::Read, 0, 4);
+        let b = serve(
+            &mut ctl,
+            &d,
+            a.access.end + Span::from_ms(20),
+            Op::Read,
+            5_000,
+            4,
+        );
+        let t = b.access.end;
+        let r = serve(&mut ctl, &d, t, Op::Read, 10, 4);
+        assert!(r.hit);
+        assert!(
+            r.access.end > t + Span::from_ms(5),
+            "{:?}",
+            r.access.end.since(t)
+        );
+    }
+
+    #[test]
+    fn a_fast_write_takes_the_mechanism_from_the_read_ahead() {
+        // With or without "Write hit stop prefetch", the destage stops the read-ahead: a
+        // later miss positions from where the destage left the arm.
+        let run = |stop: bool| {
+            let mut c = cache();
+            c.write_hit_stop_prefetch = stop;
+            let d = drive(Some(c));
+            let mut ctl = Controller::new(&d, HEAD);
+            let r = serve(&mut ctl, &d, Nanos(0), Op::Read, 0, 4);
+            let w = serve(&mut ctl, &d, r.access.end, Op::Write, 50_000, 8);
+            let t = w.access.end + Span::from_ms(30);
+            serve(&mut ctl, &d, t, Op::Read, 50_200, 4)
+                .access
+                .end
+                .since(t)
+        };
+        assert_eq!(run(false), run(true));
     }
 
     #[test]
@@ -1272,7 +1369,9 @@ mod tests {
     }
 
     #[test]
-    fn zero_latency_writes_start_at_the_next_sector_boundary_inside_the_request() {
+    fn zero_latency_writes_wait_for_the_first_sector_as_in_disksim() {
+        // DiskSim 4.0's `g1_access_block` takes `dm_convert_atop`'s DM_OK (−3) for a failure,
+        // so an immediate ("zero-latency") access starts at its first requested sector.
         let mut c = cache();
         c.bus_sector_ms = 0.0;
         c.fast_write_level = 0;
@@ -1282,45 +1381,19 @@ mod tests {
         let zl = drive(Some(c));
         // A 50-sector write on track 0 (sectors 0..50; 100 sectors, 6 ms per revolution, 0.06
         // ms per sector) from the same track, landing 0.3 + 1.5 ms = 1.8 ms in: 30 sectors
-        // into the span, with all data already buffered (interface time 0). In order it waits
-        // 70 sectors and writes 50 (7.2 ms after landing); on arrival it writes 30..50, comes
-        // round and writes 0..30: one revolution (6 ms).
+        // into the span, with all data already buffered (interface time 0). It waits 70
+        // sectors for sector 0 and writes 50: 7.2 ms after landing, zero latency or not.
         let head = HeadState {
             cylinder: 0,
             head: 0,
             phase_ns: 0,
         };
         let t = Nanos(1_500_000);
-        let in_order = serve(
-            &mut Controller::new(&plain, head),
-            &plain,
-            t,
-            Op::Write,
-            0,
-            50,
-        );
-        let on_arrival = serve(&mut Controller::new(&zl, head), &zl, t, Op::Write, 0, 50);
         let landed = t + Span::from_ms_f64(0.3);
-        assert_eq!(in_order.access.end, landed + Span::from_ms_f64(7.2));
-        assert_eq!(on_arrival.access.end, landed + Span::from_ms_f64(6.0));
-        // Landing before the request's first sector, nothing changes.
-        let early = serve(
-            &mut Controller::new(&zl, head),
-            &zl,
-            Nanos(0),
-            Op::Write,
-            50,
-            10,
-        );
-        let early_plain = serve(
-            &mut Controller::new(&plain, head),
-            &plain,
-            Nanos(0),
-            Op::Write,
-            50,
-            10,
-        );
-        assert_eq!(early.access.end, early_plain.access.end);
+        for d in [&plain, &zl] {
+            let s = serve(&mut Controller::new(d, head), d, t, Op::Write, 0, 50);
+            assert_eq!(s.access.end, landed + Span::from_ms_f64(7.2));
+        }
     }
 
     /// The extra write disconnect of the two tests below.

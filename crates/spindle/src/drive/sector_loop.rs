@@ -143,6 +143,81 @@ pub(super) fn write_media_end(
     end
 }
 
+/// A zero-latency write's media transfer ("Immediate buffer write"), timed as DiskSim's
+/// sector loop does it (`disk_buffer_sector_done`), track by track. On each track the head
+/// waits for the first sector wanted there (`disk_buffer_seekdone`: DiskSim 4.0's
+/// `g1_access_block` never starts an immediate access elsewhere), then steps through the
+/// track's LBNs, one sector time each, wrapping from the last to the first: a sector is
+/// written when it is the next one due (`inblkno`) and buffered at its start; a later
+/// buffered sector starts, extends or (past a gap) restarts the one out-of-order run
+/// (`immedstart..immedend`), which the in-order writing skips once it reaches it. So a
+/// write whose data arrives after its first sectors have passed writes the rest as it
+/// arrives and comes round for the first ones, instead of waiting a turn for all of them.
+/// `land` is when the arm is over the first track (before the rotational wait); `ready(k)`
+/// is when sector k is buffered.
+pub(super) fn write_media_immediate(
+    drive: &Drive,
+    head: &HeadState,
+    x: Transfer,
+    land: Nanos,
+    ready: impl Fn(u64) -> Nanos,
+) -> Nanos {
+    let end_lba = x.lba + u64::from(x.sectors);
+    let (mut first, mut land, mut end) = (x.lba, land, land);
+    while first < end_lba {
+        let target = drive.locate(first);
+        let (cyl, hd) = (target.chs.cylinder, target.chs.head);
+        let (lbns, ps) = drive.media_step(first);
+        let step = |i: u64| Span(i * ps / 1000);
+        // The track's LBNs, `tf..next`.
+        let mut tf = first;
+        while tf > 0 && {
+            let c = drive.locate(tf - 1).chs;
+            (c.cylinder, c.head) == (cyl, hd)
+        } {
+            tf -= 1;
+        }
+        let next = tf + lbns;
+        let stop = end_lba.min(next);
+        // Sector events are whole steps from the first (no rounding carried step to step).
+        let base = land + drive.rotational_wait(land, head.phase_ns, target.angle_ns);
+        let (mut c, mut steps) = (first, 0u64);
+        // The out-of-order run, `immedstart..immedend`.
+        let mut run: Option<(u64, u64)> = None;
+        // (Every sector is buffered within a few turns; the bound is a guard.)
+        let mut guard = 0u64;
+        while first < stop && guard < 1_000 * lbns {
+            guard += 1;
+            let available = c >= first && c < stop && ready(c - x.lba) <= base + step(steps);
+            steps += 1;
+            if available {
+                if c == first {
+                    first += 1;
+                    if let Some((a, b)) = run.filter(|r| r.0 == first) {
+                        debug_assert_eq!(a, first);
+                        first = b;
+                        run = None;
+                    }
+                } else {
+                    run = match run {
+                        None => Some((c, c + 1)),
+                        Some((a, b)) if c == b => Some((a, b + 1)),
+                        Some((_, b)) if c > b => Some((c, c + 1)),
+                        r => r,
+                    };
+                }
+            }
+            c = if c + 1 < next { c + 1 } else { tf };
+        }
+        end = base + step(steps);
+        if first < end_lba {
+            let to = drive.locate(first).chs;
+            land = end + drive.seek_span(cyl, hd, to, Op::Write);
+        }
+    }
+    end
+}
+
 /// The interface side of a write larger than its buffer segment.
 pub(super) struct WriteBus {
     /// When the first sector starts over the interface.
@@ -366,6 +441,10 @@ pub(super) fn read_media_segmented(
         /// Sectors read from the media.
         buffered: u64,
         done: Nanos,
+        /// The time of the event being handled.
+        now: Nanos,
+        /// When each sector read was buffered.
+        when: Vec<Nanos>,
     }
     impl Sim<'_> {
         fn piece(&mut self, t0: Nanos) {
@@ -427,7 +506,10 @@ pub(super) fn read_media_segmented(
                             return;
                         }
                         if self.buffered > self.out {
-                            self.piece(at);
+                            // The first piece cannot leave before its first sector is
+                            // buffered (a drive that never disconnects is connected from
+                            // the command on, before the media has read anything).
+                            self.piece(at.max(self.when[self.out as usize]));
                         } else {
                             return;
                         }
@@ -452,6 +534,7 @@ pub(super) fn read_media_segmented(
     }
     impl SegmentSim for Sim<'_> {
         fn event(&mut self, t: Nanos, sector_event: bool) {
+            self.now = t;
             self.advance(t, sector_event);
         }
         fn may_pass(&self, j: u64, due: Nanos) -> bool {
@@ -460,6 +543,7 @@ pub(super) fn read_media_segmented(
         }
         fn passed(&mut self, j: u64) {
             self.buffered = j + 1;
+            self.when.push(self.now);
         }
     }
     let mut sim = Sim {
@@ -469,6 +553,8 @@ pub(super) fn read_media_segmented(
         out: 0,
         buffered: 0,
         done: bus.start,
+        now: Nanos::ZERO,
+        when: Vec::with_capacity(n as usize),
     };
     let end = segment_walk(drive, head, x, times, Op::Read, &mut sim);
     // The media is done: the interface sends the rest.
@@ -484,4 +570,72 @@ pub(super) fn read_media_segmented(
         sim.advance(t, true);
     }
     (sim.done, end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::spec::test_spec;
+    use super::*;
+    use rand_pcg::Pcg64Mcg;
+
+    #[test]
+    fn a_zero_latency_write_writes_what_is_buffered_and_comes_round_for_the_rest() {
+        // 10,000 rpm, 100 sectors a track: a sector passes in 60 µs. The head is over
+        // sector 0 at t = 0, but sector 0 is buffered only at 30 µs (then one every 20 µs):
+        // sectors 1..20 are written as they pass (an out-of-order run), and the head comes
+        // round for sector 0 after a turn: done after 101 sectors, 6.06 ms. In order, the
+        // write waits a turn for sector 0 and then writes all 20: 7.2 ms.
+        let d = Drive::from_spec(&test_spec(2, 1000, 100)).unwrap();
+        let head = HeadState {
+            cylinder: 0,
+            head: 0,
+            phase_ns: 0,
+        };
+        let x = Transfer {
+            op: Op::Write,
+            lba: 0,
+            sectors: 20,
+        };
+        let ready = |k: u64| Nanos(30_000 + 20_000 * k);
+        let end = write_media_immediate(&d, &head, x, Nanos(0), ready);
+        assert_eq!(end, Nanos(6_060_000));
+        let mut times = Vec::new();
+        d.access_with_sector_times(Nanos(0), &head, x, None::<&mut Pcg64Mcg>, &mut times);
+        assert_eq!(
+            write_media_end(&d, &head, x, &times, ready),
+            Nanos(7_200_000)
+        );
+    }
+
+    #[test]
+    fn a_read_connected_from_the_command_sends_its_first_sector_once_buffered() {
+        // 10,000 rpm, 100 sectors a track: a sector passes in 60 µs, the bus takes 100 µs.
+        // A drive that never disconnects is on the bus from the command (t = 0), long
+        // before the media has read anything; the host gets sector 0 only once it is
+        // buffered, and the bus, slower than the media, is never starved after.
+        let d = Drive::from_spec(&test_spec(2, 1000, 100)).unwrap();
+        let head = HeadState {
+            cylinder: 0,
+            head: 0,
+            phase_ns: 0,
+        };
+        let x = Transfer {
+            op: Op::Read,
+            lba: 5_000,
+            sectors: 40,
+        };
+        let mut times = Vec::new();
+        d.access_with_sector_times(Nanos(0), &head, x, None::<&mut Pcg64Mcg>, &mut times);
+        let bus = ReadBus {
+            start: Nanos(0),
+            sector: Span::from_ms_f64(0.1),
+            size: 30,
+            hold: true,
+            mark: 1,
+            disconnect: Span::ZERO,
+            reselect: Span::ZERO,
+        };
+        let (done, _) = read_media_segmented(&d, &head, x, &times, &bus);
+        assert_eq!(done, times[0].1 + Span::from_ms_f64(0.1) * 40);
+    }
 }
