@@ -1329,15 +1329,7 @@ impl Array {
 
     fn part_done(&mut self, now: Nanos, slot_id: usize, f: &InFlight) {
         // The part that finishes last is the critical path.
-        let a = &f.access;
-        let breakdown = |_: &HostSlot<u64>| Breakdown {
-            queue: f.started.since(f.queued_at),
-            overhead: a.overhead,
-            seek: a.seek,
-            rotation: a.rotation,
-            transfer: a.transfer,
-            switches: a.switches,
-        };
+        let breakdown = |_: &HostSlot<u64>| Breakdown::of(&f.access, f.started.since(f.queued_at));
         if let Some((c, _s)) = self.host.part_done(slot_id, now, breakdown) {
             #[cfg(test)]
             if _s.req.op == Op::Write {

@@ -80,7 +80,8 @@ fn linear_threshold_and_high_low_write_fewer_blocks_than_fcfs_and_least_cost() {
     // Fig. 5: "both FCFS and least-cost scheduling perform significantly more writes as
     // compared to the linear threshold scheduling algorithm ... the high/low mark algorithm
     // performs the best". "Significantly": at least 10 % more blocks written per host block
-    // (measured at 100 IOPS: high/low 1.35, linear 1.67, FCFS and least-cost 1.99).
+    // (measured at 100 IOPS: high/low 1.31–1.33, linear 1.65–1.68, FCFS and least-cost
+    // 1.98–1.99).
     for seed in SEEDS {
         let hl = writes_per_host_write(&run("high-low", 100, seed));
         let linear = writes_per_host_write(&run("linear-threshold", 100, seed));
@@ -99,7 +100,7 @@ fn linear_threshold_and_high_low_write_fewer_blocks_than_fcfs_and_least_cost() {
 fn linear_threshold_and_high_low_keep_the_disks_least_busy() {
     // Figs. 6 and 7 at 200 I/Os per second: "the linear threshold and the high-low mark
     // algorithms have noticeably lower disk utilization than the other two". "Noticeably":
-    // at least 10 % lower mean utilisation (measured: linear 60–62 %, high/low 56–59 %,
+    // at least 10 % lower mean utilisation (measured: linear 59–62 %, high/low 56–59 %,
     // FCFS 85–88 %, least-cost 78–81 %).
     for seed in SEEDS {
         let runs: Vec<(&str, f64)> = ["linear-threshold", "high-low", "fcfs", "least-cost"]
@@ -120,9 +121,9 @@ fn linear_threshold_gives_the_best_disk_read_response_at_moderate_to_heavy_load(
     // read-to-disk response times"; fig. 12: the band/region approximation shows "no
     // degradation in response time as compared to the ideal algorithm". Tolerance: linear
     // threshold at most 2 % above any other algorithm (high/low ties it at 200 IOPS:
-    // measured 32.2–33.2 ms vs 32.3–32.9 ms; FCFS 38–40, least-cost 36–37); the
-    // approximation within 10 % of the ideal (measured +4 … +8 %: spindle's regions come out
-    // slightly worse where the paper's came out slightly better — see docs/raid5.md).
+    // measured 32.2–32.9 ms vs 32.2–33.0 ms; FCFS 38.7–40.5, least-cost 36.2–37.3); the
+    // approximation within 10 % of the ideal (measured +5 … +6 %: spindle's regions come out
+    // slightly worse where the paper's came out slightly better — examples/raid5/README.md).
     for seed in SEEDS {
         for rate in [200, 300] {
             let linear = disk_read_ms(&run("linear-threshold", rate, seed));

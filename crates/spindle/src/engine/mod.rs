@@ -14,6 +14,7 @@ pub use host::{HostSlot, HostTable};
 pub use outbox::Outbox;
 pub use slab::Slab;
 
+use crate::drive::Access;
 use crate::sched::SchedStats;
 use crate::{Nanos, Op, Span};
 use serde::Serialize;
@@ -38,6 +39,20 @@ pub struct Breakdown {
     pub rotation: Span,
     pub transfer: Span,
     pub switches: Span,
+}
+
+impl Breakdown {
+    /// The breakdown of a request whose critical path is `access`, after `queue` waiting.
+    pub fn of(access: &Access, queue: Span) -> Breakdown {
+        Breakdown {
+            queue,
+            overhead: access.overhead,
+            seek: access.seek,
+            rotation: access.rotation,
+            transfer: access.transfer,
+            switches: access.switches,
+        }
+    }
 }
 
 /// An answered host request.

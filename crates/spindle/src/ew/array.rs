@@ -1625,15 +1625,10 @@ impl EwArray {
         let slot_id = self.op(id).slot.expect("a host operation");
         self.remove_op(id);
         let breakdown = |s: &HostSlot<()>| {
-            let service = access.service();
-            Breakdown {
-                queue: now.since(s.req.arrival).saturating_sub(service),
-                overhead: access.overhead,
-                seek: access.seek,
-                rotation: access.rotation,
-                transfer: access.transfer,
-                switches: access.switches,
-            }
+            Breakdown::of(
+                access,
+                now.since(s.req.arrival).saturating_sub(access.service()),
+            )
         };
         if let Some((c, _)) = self.host.part_done(slot_id, now, breakdown) {
             self.out.push(Action::Complete(c));

@@ -36,7 +36,7 @@ use crate::engine::{
     Action, Backlog, Breakdown, Busy, CacheCounters, Cause, DiskClock, DiskCounters, Engine, Event,
     HostRequest, HostSlot, HostTable, Outbox, Slab,
 };
-use crate::sched::{DiskRequest, Policy, Replicas, Scheduler};
+use crate::sched::{DiskRequest, Policy, Scheduler};
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -567,16 +567,14 @@ impl Raid5Array {
             sectors,
         });
         let target = self.drive.locate(lba);
-        self.disks[disk].queue.push(DiskRequest {
-            id: id as u64,
+        self.disks[disk].queue.push(DiskRequest::single(
+            id as u64,
             op,
-            lba,
-            sectors,
+            (lba, sectors),
             target,
-            replicas: Replicas::one(target),
-            queued_at: now,
-            seq: self.seq,
-        });
+            now,
+            self.seq,
+        ));
         if self.disks[disk].busy.is_none() {
             self.out.mark_for_dispatch(disk);
         }
@@ -686,15 +684,7 @@ impl Raid5Array {
     }
 
     fn part_done(&mut self, now: Nanos, slot: usize, f: &InFlight) {
-        let a = &f.access;
-        let breakdown = |_: &HostSlot<bool>| Breakdown {
-            queue: f.started.since(f.queued_at),
-            overhead: a.overhead,
-            seek: a.seek,
-            rotation: a.rotation,
-            transfer: a.transfer,
-            switches: a.switches,
-        };
+        let breakdown = |_: &HostSlot<bool>| Breakdown::of(&f.access, f.started.since(f.queued_at));
         if let Some((c, s)) = self.host.part_done(slot, now, breakdown) {
             if let (Some(cache), Op::Read, true) = (self.cache.as_mut(), c.op, s.extra) {
                 cache.counters.disk_reads += 1;

@@ -104,6 +104,29 @@ pub struct DiskRequest {
     pub seq: u64,
 }
 
+impl DiskRequest {
+    /// A request with a single copy, at `target` (the first sector of `lba`).
+    pub fn single(
+        id: u64,
+        op: Op,
+        run: (u64, u32),
+        target: Target,
+        queued_at: Nanos,
+        seq: u64,
+    ) -> DiskRequest {
+        DiskRequest {
+            id,
+            op,
+            lba: run.0,
+            sectors: run.1,
+            target,
+            replicas: Replicas::one(target),
+            queued_at,
+            seq,
+        }
+    }
+}
+
 /// The scheduler's choice: a request, the entry of its `replicas` to serve, and for SCAN
 /// the edge cylinder the arm visits first.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,7 +18,7 @@
 use super::{Kind, Raid5Array, Round, StripeWork, UnitPiece};
 use crate::cache::{BlockAddr, DestageRequest};
 use crate::engine::CacheCounters;
-use crate::sched::{DiskRequest, Replicas};
+use crate::sched::DiskRequest;
 use crate::{Nanos, Op};
 use std::collections::{BTreeMap, HashSet};
 
@@ -299,16 +299,14 @@ impl Raid5Array {
         };
         let d = &mut self.disks[disk];
         if self.cache.as_ref().expect("a cache").rounds[round].promoted {
-            d.queue.push(DiskRequest {
-                id: id as u64,
+            d.queue.push(DiskRequest::single(
+                id as u64,
                 op,
-                lba,
-                sectors,
+                (lba, sectors),
                 target,
-                replicas: Replicas::one(target),
-                queued_at: now,
-                seq: self.seq,
-            });
+                now,
+                self.seq,
+            ));
         } else {
             d.destage
                 .as_mut()
@@ -356,16 +354,14 @@ impl Raid5Array {
             else {
                 continue;
             };
-            d.queue.push(DiskRequest {
-                id: q.id,
-                op: q.op,
-                lba: q.lba,
-                sectors: q.sectors,
-                target: q.target,
-                replicas: Replicas::one(q.target),
-                queued_at: q.queued_at,
-                seq: q.seq,
-            });
+            d.queue.push(DiskRequest::single(
+                q.id,
+                q.op,
+                (q.lba, q.sectors),
+                q.target,
+                q.queued_at,
+                q.seq,
+            ));
             if d.busy.is_none() {
                 self.out.mark_for_dispatch(disk);
             }
