@@ -79,6 +79,7 @@ fn impossible_parity_arrays_fail_with_the_key() {
         ),
         ("reconstruct_fraction = 1.5\n", "array.reconstruct_fraction"),
         ("dm = 2\n", "array.dm"),
+        ("ds = 9\n", "array.ds"),
     ] {
         let layout = if key == "array.parity_rotation" {
             "raid-4"

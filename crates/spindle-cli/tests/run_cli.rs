@@ -82,8 +82,8 @@ fn csv_has_a_header_and_one_line_per_configuration() {
     );
     assert_eq!(
         lines.len(),
-        10,
-        "header + six schedulers + SR-Array + RAID-10 + EW-Array"
+        11,
+        "header + six schedulers + SR-Array + RAID-10 + EW-Array + RAID-5"
     );
 }
 

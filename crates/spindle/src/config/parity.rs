@@ -30,9 +30,6 @@ impl Experiment {
         let s = &self.spec;
         let a = &s.array;
         for (key, given) in [
-            ("array.ds", a.ds.is_some()),
-            ("array.dr", a.dr.is_some()),
-            ("array.dm", a.dm.is_some()),
             ("array.dd", a.dd.is_some()),
             ("array.sync_copies", a.sync_copies.is_some()),
             ("array.free_layout", a.free_layout.is_some()),
@@ -63,6 +60,26 @@ impl Experiment {
                      {MAX_DISKS}), got {disks}"
                 ),
             ));
+        }
+        // The SR family's dimensions, when given (a comparison row may inherit them), must
+        // be what a parity array is: Ds data disks, no rotational replicas, no mirrors.
+        let data_disks = f64::from(disks - disks / width);
+        for (key, given, want) in [
+            ("array.ds", a.ds, data_disks),
+            ("array.dr", a.dr.map(f64::from), 1.0),
+            ("array.dm", a.dm.map(f64::from), 1.0),
+        ] {
+            if let Some(v) = given {
+                if v != want {
+                    return Err(self.error(
+                        key,
+                        format!(
+                            "is {want} for \"{}\" with {disks} disks in groups of {width}, got {v}",
+                            a.layout.name()
+                        ),
+                    ));
+                }
+            }
         }
         let rotation = match (a.layout, a.parity_rotation) {
             (LayoutName::Raid4, None | Some(ParityRotation::Dedicated)) => {
