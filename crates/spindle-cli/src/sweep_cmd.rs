@@ -265,7 +265,8 @@ fn to_csv(sweep: &Sweep, reports: &[Report]) -> String {
 }
 
 /// One JSON object per point per line: each axis's value under its name (a compound axis's
-/// label), then [`HEADLINE_FIELDS`], in that order.
+/// label), then [`HEADLINE_FIELDS`] and [`STATE_FIELDS`], in that order; with a write cache,
+/// the report's `cache` and `disk_writes_per_host_write` after them.
 fn to_json_lines(sweep: &Sweep, reports: &[Report]) -> String {
     let mut s = String::new();
     for (i, r) in reports.iter().enumerate() {
@@ -290,6 +291,17 @@ fn to_json_lines(sweep: &Sweep, reports: &[Report]) -> String {
         ];
         for (name, v) in STATE_FIELDS.iter().zip(state) {
             fields.push(format!("{}:{v}", json_string(name)));
+        }
+        // A controller with a write cache (parity arrays): the report's cache fields too.
+        if let Some(c) = &r.cache {
+            let c = serde_json::to_string(c).unwrap_or_else(|_| "null".into());
+            fields.push(format!("\"cache\":{c}"));
+        }
+        if let Some(d) = r.disk_writes_per_host_write {
+            fields.push(format!(
+                "\"disk_writes_per_host_write\":{}",
+                serde_json::json!(d)
+            ));
         }
         let _ = writeln!(s, "{{{}}}", fields.join(","));
     }
