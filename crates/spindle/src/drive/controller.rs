@@ -849,6 +849,15 @@ impl Controller {
         } else {
             self.read_ahead_unstoppable_until(drive, now)
         };
+        // The segment a read-ahead is still filling when the write takes its segment keeps
+        // what it reads even where the write overlaps it: DiskSim (`disk_buffer_set_segment`)
+        // empties only clean, inactive segments the write overlaps, and the stopped
+        // read-ahead's segment becomes clean with its whole range. A write that waits for
+        // an unstoppable read-ahead takes its segment once the read-ahead has handed over.
+        let still_reading = self.read_ahead.as_ref().and_then(|ra| {
+            (unstoppable.is_none() && Self::read_ahead_done(drive, ra, now) < ra.until - ra.from)
+                .then_some(ra.segment)
+        });
         // The write's media access (write-through, or the destage, which starts at once)
         // takes the mechanism from a read-ahead whether or not "Write hit stop prefetch" is
         // set: DiskSim hands the hda to the write (`disk_check_hda`) once the read-ahead is
@@ -885,7 +894,7 @@ impl Controller {
             }
         }
         for (i, s) in self.segments.iter_mut().enumerate() {
-            if i != seg && !s.dirty && lo < s.end && hi > s.start {
+            if i != seg && Some(i) != still_reading && !s.dirty && lo < s.end && hi > s.start {
                 s.end = s.start;
             }
         }
@@ -1225,6 +1234,33 @@ mod tests {
                 .since(t)
         };
         assert_eq!(run(false), run(true));
+    }
+
+    #[test]
+    fn a_write_during_the_read_ahead_leaves_the_read_ahead_segment_its_range() {
+        // DiskSim `disk_buffer_set_segment` empties only clean, inactive segments a write
+        // overlaps: the segment the read-ahead is filling keeps what it has read.
+        let d = drive(Some(cache()));
+        let mut ctl = Controller::new(&d, HEAD);
+        let miss = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 4);
+        // 0.5 ms on, the read-ahead (60 µs a sector) has read past 5008.
+        let w = serve(
+            &mut ctl,
+            &d,
+            miss.access.end + Span::from_ms_f64(0.5),
+            Op::Write,
+            5_006,
+            2,
+        );
+        let r = serve(
+            &mut ctl,
+            &d,
+            w.access.end + Span::from_ms(30),
+            Op::Read,
+            5_000,
+            8,
+        );
+        assert!(r.hit);
     }
 
     #[test]
