@@ -877,6 +877,15 @@ impl Controller {
             bus_start = bus_start
                 .max(self.destage_end + ns(c.first_reselect_ms) + ns(c.data_preparation_ms));
         }
+        // A drive that never disconnects takes the data into another segment during the
+        // destage, unless the destaging segment is as many write segments as it may have:
+        // DiskSim `disk_buffer_select_write_segment` gives a write no segment but an append
+        // while `numdirty >= numwritesegs` (a separate write segment is the only one), and
+        // the write waits, holding the bus, for the destage to end.
+        let seg_limit = c.write_segments <= 1 || c.separate_write_segment;
+        if c.never_disconnect && seg_limit && !appends && self.destage_end > now {
+            bus_start = bus_start.max(self.destage_end + ns(c.data_preparation_ms));
+        }
         if let Some(e) = extra {
             bus_start +=
                 ns(e.disconnect_ms) + ns(e.inter_disconnect_delay_ms) + ns(c.first_reselect_ms);
@@ -1261,6 +1270,29 @@ mod tests {
             8,
         );
         assert!(r.hit);
+    }
+
+    #[test]
+    fn a_never_disconnect_write_waits_for_a_destage_filling_the_write_segments() {
+        // DiskSim `disk_buffer_select_write_segment`: no segment for a write (but an
+        // append) while `numdirty >= numwritesegs`; with more write segments it goes to
+        // another one during the destage.
+        let run = |write_segments: u32| {
+            let mut c = cache();
+            c.never_disconnect = true;
+            c.write_segments = write_segments;
+            let d = drive(Some(c));
+            let mut ctl = Controller::new(&d, HEAD);
+            let a = serve(&mut ctl, &d, Nanos(0), Op::Write, 5_000, 8);
+            let destaged = ctl.mech_free();
+            assert!(destaged > a.access.end);
+            let b = serve(&mut ctl, &d, a.access.end, Op::Write, 50_000, 8);
+            (b.access.end, destaged)
+        };
+        let (end, destaged) = run(1);
+        assert!(end > destaged, "{end:?} {destaged:?}");
+        let (end, destaged) = run(2);
+        assert!(end < destaged, "{end:?} {destaged:?}");
     }
 
     #[test]
