@@ -562,8 +562,11 @@ impl Controller {
         let stop = self.read_ahead_unstoppable_until(drive, t).unwrap_or(t);
         self.stop_read_ahead(drive, stop);
         let start = t.max(self.mech_free);
-        if start > t {
-            // Destaging write-back data first.
+        // Write-back data is destaged first, or was before the miss arrived: its segment is
+        // then clean with read hits on write data, else empty, and a new read prefers an
+        // empty segment to a clean one (DiskSim `disk_release_hda`,
+        // `disk_buffer_select_read_segment`).
+        {
             let keep = c.read_hits_on_write_data;
             for s in &mut self.segments {
                 if s.dirty && !keep {
@@ -1293,6 +1296,25 @@ mod tests {
         assert!(end > destaged, "{end:?} {destaged:?}");
         let (end, destaged) = run(2);
         assert!(end < destaged, "{end:?} {destaged:?}");
+    }
+
+    #[test]
+    fn a_miss_after_a_finished_destage_takes_the_emptied_write_segment() {
+        // DiskSim `disk_release_hda` leaves a destaged segment empty (without read hits on
+        // write data) and `disk_buffer_select_read_segment` prefers an empty segment to a
+        // clean one, so cached read data survives.
+        let mut c = cache();
+        c.read_hits_on_write_data = false;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let a = serve(&mut ctl, &d, Nanos(0), Op::Read, 0, 4);
+        let t = a.access.end + Span::from_ms(30);
+        let w = serve(&mut ctl, &d, t, Op::Write, 50_000, 8);
+        let t = w.access.end + Span::from_ms(30);
+        let b = serve(&mut ctl, &d, t, Op::Read, 80_000, 4);
+        assert!(!b.hit);
+        let t = b.access.end + Span::from_ms(30);
+        assert!(serve(&mut ctl, &d, t, Op::Read, 10, 4).hit);
     }
 
     #[test]
