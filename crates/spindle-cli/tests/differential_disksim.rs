@@ -113,7 +113,7 @@ fn mechanics_only_models_agree_with_disksim_request_by_request() {
 /// DiskSim aborted on 76); worst regions: read-ahead modes 4 and 1, fast-write levels 1 and
 /// 2, read any free blocks (docs/validation.md).
 #[test]
-#[ignore = "issue 16 is open: 93.1 % of requests agree with every parameter drawn, 99 % needed (docs/validation.md)"]
+#[ignore = "issue 16 is open: 94.0 % of requests agree with every parameter drawn, 99 % needed (docs/validation.md)"]
 fn every_parameter_models_agree_with_disksim_request_by_request() {
     let Some(oracle) = oracle() else { return };
     let s = differential(oracle, "full", 300, 2000);
