@@ -109,9 +109,9 @@ fn mechanics_only_models_agree_with_disksim_request_by_request() {
 }
 
 /// The issue's criterion: ≥ 99 % of requests within 2 µs over 300 models × 2,000 requests
-/// with every parameter drawn. Not met yet: 93.1 % on 2026-11-26 (224 models compared,
-/// DiskSim aborted on 76); worst regions: read-ahead modes 4 and 1, fast-write levels 1 and
-/// 2, read any free blocks (docs/validation.md).
+/// with every parameter drawn. Not met yet: 94.0 % on 2026-11-26 (224 models compared,
+/// DiskSim aborted on 76); worst regions: read-ahead modes 4 and 1, fast-write levels 2 and
+/// 1, read any free blocks (docs/validation.md).
 #[test]
 #[ignore = "issue 16 is open: 94.0 % of requests agree with every parameter drawn, 99 % needed (docs/validation.md)"]
 fn every_parameter_models_agree_with_disksim_request_by_request() {
