@@ -562,8 +562,11 @@ impl Controller {
         let stop = self.read_ahead_unstoppable_until(drive, t).unwrap_or(t);
         self.stop_read_ahead(drive, stop);
         let start = t.max(self.mech_free);
-        if start > t {
-            // Destaging write-back data first.
+        // Write-back data is destaged first, or was before the miss arrived: its segment is
+        // then clean with read hits on write data, else empty, and a new read prefers an
+        // empty segment to a clean one (DiskSim `disk_release_hda`,
+        // `disk_buffer_select_read_segment`).
+        {
             let keep = c.read_hits_on_write_data;
             for s in &mut self.segments {
                 if s.dirty && !keep {
@@ -849,6 +852,15 @@ impl Controller {
         } else {
             self.read_ahead_unstoppable_until(drive, now)
         };
+        // The segment a read-ahead is still filling when the write takes its segment keeps
+        // what it reads even where the write overlaps it: DiskSim (`disk_buffer_set_segment`)
+        // empties only clean, inactive segments the write overlaps, and the stopped
+        // read-ahead's segment becomes clean with its whole range. A write that waits for
+        // an unstoppable read-ahead takes its segment once the read-ahead has handed over.
+        let still_reading = self.read_ahead.as_ref().and_then(|ra| {
+            (unstoppable.is_none() && Self::read_ahead_done(drive, ra, now) < ra.until - ra.from)
+                .then_some(ra.segment)
+        });
         // The write's media access (write-through, or the destage, which starts at once)
         // takes the mechanism from a read-ahead whether or not "Write hit stop prefetch" is
         // set: DiskSim hands the hda to the write (`disk_check_hda`) once the read-ahead is
@@ -868,6 +880,15 @@ impl Controller {
             bus_start = bus_start
                 .max(self.destage_end + ns(c.first_reselect_ms) + ns(c.data_preparation_ms));
         }
+        // A drive that never disconnects takes the data into another segment during the
+        // destage, unless the destaging segment is as many write segments as it may have:
+        // DiskSim `disk_buffer_select_write_segment` gives a write no segment but an append
+        // while `numdirty >= numwritesegs` (a separate write segment is the only one), and
+        // the write waits, holding the bus, for the destage to end.
+        let seg_limit = c.write_segments <= 1 || c.separate_write_segment;
+        if c.never_disconnect && seg_limit && !appends && self.destage_end > now {
+            bus_start = bus_start.max(self.destage_end + ns(c.data_preparation_ms));
+        }
         if let Some(e) = extra {
             bus_start +=
                 ns(e.disconnect_ms) + ns(e.inter_disconnect_delay_ms) + ns(c.first_reselect_ms);
@@ -885,7 +906,7 @@ impl Controller {
             }
         }
         for (i, s) in self.segments.iter_mut().enumerate() {
-            if i != seg && !s.dirty && lo < s.end && hi > s.start {
+            if i != seg && Some(i) != still_reading && !s.dirty && lo < s.end && hi > s.start {
                 s.end = s.start;
             }
         }
@@ -1225,6 +1246,75 @@ mod tests {
                 .since(t)
         };
         assert_eq!(run(false), run(true));
+    }
+
+    #[test]
+    fn a_write_during_the_read_ahead_leaves_the_read_ahead_segment_its_range() {
+        // DiskSim `disk_buffer_set_segment` empties only clean, inactive segments a write
+        // overlaps: the segment the read-ahead is filling keeps what it has read.
+        let d = drive(Some(cache()));
+        let mut ctl = Controller::new(&d, HEAD);
+        let miss = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 4);
+        // 0.5 ms on, the read-ahead (60 µs a sector) has read past 5008.
+        let w = serve(
+            &mut ctl,
+            &d,
+            miss.access.end + Span::from_ms_f64(0.5),
+            Op::Write,
+            5_006,
+            2,
+        );
+        let r = serve(
+            &mut ctl,
+            &d,
+            w.access.end + Span::from_ms(30),
+            Op::Read,
+            5_000,
+            8,
+        );
+        assert!(r.hit);
+    }
+
+    #[test]
+    fn a_never_disconnect_write_waits_for_a_destage_filling_the_write_segments() {
+        // DiskSim `disk_buffer_select_write_segment`: no segment for a write (but an
+        // append) while `numdirty >= numwritesegs`; with more write segments it goes to
+        // another one during the destage.
+        let run = |write_segments: u32| {
+            let mut c = cache();
+            c.never_disconnect = true;
+            c.write_segments = write_segments;
+            let d = drive(Some(c));
+            let mut ctl = Controller::new(&d, HEAD);
+            let a = serve(&mut ctl, &d, Nanos(0), Op::Write, 5_000, 8);
+            let destaged = ctl.mech_free();
+            assert!(destaged > a.access.end);
+            let b = serve(&mut ctl, &d, a.access.end, Op::Write, 50_000, 8);
+            (b.access.end, destaged)
+        };
+        let (end, destaged) = run(1);
+        assert!(end > destaged, "{end:?} {destaged:?}");
+        let (end, destaged) = run(2);
+        assert!(end < destaged, "{end:?} {destaged:?}");
+    }
+
+    #[test]
+    fn a_miss_after_a_finished_destage_takes_the_emptied_write_segment() {
+        // DiskSim `disk_release_hda` leaves a destaged segment empty (without read hits on
+        // write data) and `disk_buffer_select_read_segment` prefers an empty segment to a
+        // clean one, so cached read data survives.
+        let mut c = cache();
+        c.read_hits_on_write_data = false;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let a = serve(&mut ctl, &d, Nanos(0), Op::Read, 0, 4);
+        let t = a.access.end + Span::from_ms(30);
+        let w = serve(&mut ctl, &d, t, Op::Write, 50_000, 8);
+        let t = w.access.end + Span::from_ms(30);
+        let b = serve(&mut ctl, &d, t, Op::Read, 80_000, 4);
+        assert!(!b.hit);
+        let t = b.access.end + Span::from_ms(30);
+        assert!(serve(&mut ctl, &d, t, Op::Read, 10, 4).hit);
     }
 
     #[test]
