@@ -3,11 +3,25 @@ use crate::drive::builtin_drive;
 use crate::engine::Completion;
 use crate::raid5::ParityRotation;
 
-/// The paper's array: two parity groups of five HP 97560s, stripe units of nine 4 KiB blocks.
-fn array(rotation: ParityRotation) -> Raid5Array {
+/// HP 97560s in `groups` parity groups of `width`, stripe units of `unit` sectors, FCFS
+/// host queues, data set `data` sectors (absent: every stripe), caches `cache`.
+fn build(
+    (groups, width, unit): (u32, u32, u32),
+    data: Option<u64>,
+    rotation: ParityRotation,
+    cache: Option<CacheConfig>,
+    seed: u64,
+) -> Raid5Array {
     let drive = Arc::new(builtin_drive("hp97560").expect("built-in drive"));
-    let layout = ParityLayout::new(2, 5, 72, drive.capacity_sectors(), None, rotation)
-        .expect("valid layout");
+    let layout = ParityLayout::new(
+        groups,
+        width,
+        unit,
+        drive.capacity_sectors(),
+        data,
+        rotation,
+    )
+    .expect("valid layout");
     Raid5Array::new(
         drive,
         &Raid5Config {
@@ -16,12 +30,17 @@ fn array(rotation: ParityRotation) -> Raid5Array {
             age_bound: None,
             random_phase: true,
             noise: false,
-            seed: 7,
+            seed,
             reconstruct_fraction: 0.5,
-            cache: None,
+            cache,
         },
     )
     .expect("valid array")
+}
+
+/// The paper's array: two parity groups of five HP 97560s, stripe units of nine 4 KiB blocks.
+fn array(rotation: ParityRotation) -> Raid5Array {
+    build((2, 5, 72), None, rotation, None, 7)
 }
 
 fn req(id: u64, op: Op, lba: u64, sectors: u32, at: u64) -> HostRequest {
@@ -114,30 +133,7 @@ fn a_full_stripe_write_writes_data_and_parity_without_reads() {
 #[test]
 fn a_large_partial_write_reads_only_the_data_it_leaves() {
     // One parity group, so that a host write's units are consecutive units of a stripe.
-    let drive = Arc::new(builtin_drive("hp97560").expect("built-in drive"));
-    let layout = ParityLayout::new(
-        1,
-        5,
-        72,
-        drive.capacity_sectors(),
-        None,
-        ParityRotation::LeftSymmetric,
-    )
-    .expect("layout");
-    let mut one = Raid5Array::new(
-        drive,
-        &Raid5Config {
-            layout,
-            policy: Policy::Fcfs,
-            age_bound: None,
-            random_phase: true,
-            noise: false,
-            seed: 7,
-            reconstruct_fraction: 0.5,
-            cache: None,
-        },
-    )
-    .expect("array");
+    let mut one = build((1, 5, 72), None, ParityRotation::LeftSymmetric, None, 7);
     // Units 0..2 whole and 8 sectors of unit 3's rows 0..8: 75 % of the stripe is new.
     drain(&mut one, &[req(1, Op::Write, 0, 3 * 72 + 8, 0)]);
     assert_eq!(one.update_counts().reconstruct_write, 1);
@@ -206,28 +202,13 @@ fn cached(
     rotation: ParityRotation,
     seed: u64,
 ) -> Raid5Array {
-    let drive = Arc::new(builtin_drive("hp97560").expect("built-in drive"));
-    let layout = ParityLayout::new(2, 4, 16, drive.capacity_sectors(), Some(400_000), rotation)
-        .expect("valid layout");
-    Raid5Array::new(
-        drive,
-        &Raid5Config {
-            layout,
-            policy: Policy::Fcfs,
-            age_bound: None,
-            random_phase: true,
-            noise: false,
-            seed,
-            reconstruct_fraction: 0.5,
-            cache: Some(CacheConfig {
-                write_blocks: write,
-                read_blocks: read,
-                parity_reserve: reserve,
-                policy,
-            }),
-        },
-    )
-    .expect("valid array")
+    let cache = CacheConfig {
+        write_blocks: write,
+        read_blocks: read,
+        parity_reserve: reserve,
+        policy,
+    };
+    build((2, 4, 16), Some(400_000), rotation, Some(cache), seed)
 }
 
 #[test]
