@@ -22,7 +22,7 @@ pub struct BurstArgs {
     #[arg(long, default_value_t = 60.0)]
     horizon_s: f64,
     /// Cycles (runs, seeds seed … seed + cycles − 1) averaged.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     cycles: u32,
     /// Sampling interval (ms): the lengths' resolution.
     #[arg(long, default_value_t = 10.0)]

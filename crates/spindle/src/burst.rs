@@ -90,6 +90,9 @@ pub fn burst_tolerance(
             "burst tolerance injects one burst per cycle: remove the periodic bursts",
         ));
     }
+    if spec.cycles == 0 {
+        return Err(exp.error("run", "burst tolerance needs at least one cycle"));
+    }
     for (key, v, min) in [
         ("burst start", spec.start_s, 0.0),
         ("burst horizon", spec.horizon_s, 0.0),

@@ -283,6 +283,15 @@ impl Raid5Array {
         sectors: u32,
         last_access: Nanos,
     ) {
+        let round = match kind {
+            Kind::DestageRead(r) | Kind::DestageWrite(r) => r,
+            _ => unreachable!("destage work belongs to a round"),
+        };
+        if self.cache.as_ref().expect("a cache").rounds[round].promoted {
+            // A host write waits for this round: its work is host work.
+            self.queue_op(now, kind, None, disk, op, lba, sectors);
+            return;
+        }
         self.seq += 1;
         let id = self.ops.insert(super::DiskOp {
             kind,
@@ -293,35 +302,20 @@ impl Raid5Array {
             sectors,
         });
         let target = self.drive.locate(lba);
-        let round = match kind {
-            Kind::DestageRead(r) | Kind::DestageWrite(r) => r,
-            _ => unreachable!("destage work belongs to a round"),
-        };
         let d = &mut self.disks[disk];
-        if self.cache.as_ref().expect("a cache").rounds[round].promoted {
-            d.queue.push(DiskRequest::single(
-                id as u64,
+        d.destage
+            .as_mut()
+            .expect("a destage queue per disk")
+            .push(DestageRequest {
+                id: id as u64,
                 op,
-                (lba, sectors),
+                lba,
+                sectors,
                 target,
-                now,
-                self.seq,
-            ));
-        } else {
-            d.destage
-                .as_mut()
-                .expect("a destage queue per disk")
-                .push(DestageRequest {
-                    id: id as u64,
-                    op,
-                    lba,
-                    sectors,
-                    target,
-                    queued_at: now,
-                    last_access,
-                    seq: self.seq,
-                });
-        }
+                queued_at: now,
+                last_access,
+                seq: self.seq,
+            });
         if d.busy.is_none() {
             self.out.mark_for_dispatch(disk);
         }
