@@ -28,6 +28,9 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// The heap's key for a controller's timer ([`Action::Wake`]) instead of a disk.
+const WAKE: usize = usize::MAX;
 use tokio::sync::oneshot;
 
 /// A host command, in bytes.
@@ -502,8 +505,12 @@ impl Driver {
                 break;
             }
             self.heap.pop();
-            self.io.completed(disk);
-            self.engine.handle(t, Event::DiskDone { disk });
+            if disk == WAKE {
+                self.engine.handle(t, Event::Wake);
+            } else {
+                self.io.completed(disk);
+                self.engine.handle(t, Event::DiskDone { disk });
+            }
             self.drain();
         }
     }
@@ -661,6 +668,7 @@ impl Driver {
             }
             match self.engine.poll_action() {
                 Some(Action::DiskBusy { disk, until }) => self.heap.push(Reverse((until, disk))),
+                Some(Action::Wake { at }) => self.heap.push(Reverse((at, WAKE))),
                 Some(Action::Complete(c)) => {
                     self.count_in_array(c.done);
                     let p = self

@@ -147,6 +147,19 @@ pub struct ArraySpec {
     /// `destage = "regions"`: the destage-cost estimate (absent: average).
     #[serde(default)]
     pub destage_estimate: Option<CostEstimate>,
+    /// Parity layouts: a disk (0-based) that fails; absent: none does.
+    #[serde(default)]
+    pub failed_disk: Option<u32>,
+    /// With `failed_disk`: when it fails, ms of virtual time (absent: 0, from the start).
+    #[serde(default)]
+    pub fail_at_ms: Option<f64>,
+    /// With `failed_disk`: rebuild it onto a spare (absent: true); false runs degraded.
+    #[serde(default)]
+    pub rebuild: Option<bool>,
+    /// With `failed_disk`: the rebuild's pace in MB/s (10^6 bytes) of the spare (absent: as
+    /// fast as the disks allow, one stripe at a time, competing with host I/O).
+    #[serde(default)]
+    pub rebuild_rate_mb_s: Option<f64>,
 }
 
 /// A destage algorithm by name (Varma & Jacobson, section II).
@@ -301,6 +314,10 @@ impl Default for ArraySpec {
             destage_high_mark: None,
             destage_low_mark: None,
             destage_estimate: None,
+            failed_disk: None,
+            fail_at_ms: None,
+            rebuild: None,
+            rebuild_rate_mb_s: None,
         }
     }
 }
@@ -1447,6 +1464,10 @@ impl Experiment {
                 ("array.destage_high_mark", a.destage_high_mark.is_some()),
                 ("array.destage_low_mark", a.destage_low_mark.is_some()),
                 ("array.destage_estimate", a.destage_estimate.is_some()),
+                ("array.failed_disk", a.failed_disk.is_some()),
+                ("array.fail_at_ms", a.fail_at_ms.is_some()),
+                ("array.rebuild", a.rebuild.is_some()),
+                ("array.rebuild_rate_mb_s", a.rebuild_rate_mb_s.is_some()),
             ] {
                 if given {
                     return Err(self.error(

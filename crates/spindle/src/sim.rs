@@ -10,7 +10,7 @@
 //! a bar, and [`run_observed`] hands every completion to a second callback.
 
 use crate::engine::{Action, Completion, Engine, Event, HostRequest};
-use crate::metrics::{Collector, Edge, Report, SeriesPoint};
+use crate::metrics::{Collector, Edge, RebuildWatch, Report, SeriesPoint};
 use crate::workload::synthetic::Generator;
 use crate::{Nanos, Op, Span};
 use std::cmp::Reverse;
@@ -92,11 +92,16 @@ pub enum SimError {
     },
 }
 
-/// Pending disk completions, keyed by `(time, insertion order)` so ties resolve the same
+/// The heap's key for a controller's timer ([`Action::Wake`]) instead of a disk.
+const WAKE: usize = usize::MAX;
+
+/// Pending disk completions and timers, keyed by `(time, insertion order)` so ties resolve the same
 /// way on every run.
 struct DiskEvents {
     heap: BinaryHeap<Reverse<(Nanos, u64, usize)>>,
     seq: u64,
+    /// Timers in the heap.
+    wakes: usize,
 }
 
 impl DiskEvents {
@@ -104,6 +109,7 @@ impl DiskEvents {
         DiskEvents {
             heap: BinaryHeap::with_capacity(n),
             seq: 0,
+            wakes: 0,
         }
     }
 
@@ -117,17 +123,41 @@ impl DiskEvents {
                     self.heap.push(Reverse((until, self.seq, disk)));
                 }
                 Action::Complete(c) => return Some(c),
+                Action::Wake { at } => {
+                    self.wakes += 1;
+                    self.seq += 1;
+                    self.heap.push(Reverse((at, self.seq, WAKE)));
+                }
             }
         }
         None
+    }
+
+    /// Only timers are pending and none paces a rebuild: a drain is over (the disks are
+    /// idle, so the work left is work the controller chose to defer, as without timers; a
+    /// disk failure scheduled after the workload never happens).
+    fn only_idle_timers(&self, array: &impl Engine) -> bool {
+        self.heap.len() == self.wakes
+            && array
+                .rebuild()
+                .is_none_or(|r| r.started.is_none() || r.done.is_some())
     }
 
     fn peek(&self) -> Option<Nanos> {
         self.heap.peek().map(|Reverse((t, _, _))| *t)
     }
 
-    fn pop(&mut self) -> Option<(Nanos, usize)> {
-        self.heap.pop().map(|Reverse((t, _, disk))| (t, disk))
+    /// The next event: a disk completion or a controller's timer.
+    fn pop(&mut self) -> Option<(Nanos, Event)> {
+        self.heap.pop().map(|Reverse((t, _, disk))| {
+            let ev = if disk == WAKE {
+                self.wakes -= 1;
+                Event::Wake
+            } else {
+                Event::DiskDone { disk }
+            };
+            (t, ev)
+        })
     }
 }
 
@@ -197,6 +227,7 @@ pub fn run_observed(
     // Requests issued after their arrival (they waited in the host): id → arrival.
     let mut held: HashMap<u64, Nanos> = HashMap::new();
     let capacity = array.capacity_sectors();
+    let mut rebuild_watch = RebuildWatch::default();
 
     let mut series: Vec<SeriesPoint> = Vec::new();
     let mut next_sample = window.series.map(|_| Nanos::ZERO);
@@ -249,6 +280,7 @@ pub fn run_observed(
                 held.remove(&c.id).unwrap_or(c.arrival)
             };
             collector.on_complete(&c, arrived, |at| edge(&array, at));
+            rebuild_watch.observe(array.rebuild(), &c, arrived);
             on_complete(&c);
             last_host_done = last_host_done.max(c.done);
             done += 1;
@@ -297,14 +329,17 @@ pub fn run_observed(
                         issue!(r, c.done);
                     }
                 }
-                if stop_early && issued == requests && array.outstanding() == 0 {
+                if (stop_early || events.only_idle_timers(&array))
+                    && issued == requests
+                    && array.outstanding() == 0
+                {
                     break;
                 }
-                let Some((t, disk)) = events.pop() else {
+                let Some((t, ev)) = events.pop() else {
                     break;
                 };
                 reach!(t);
-                array.handle(t, Event::DiskDone { disk });
+                array.handle(t, ev);
             }
         }
         Workload::Timed {
@@ -332,7 +367,11 @@ pub fn run_observed(
                     let Some(r) = host.pop_front() else { break };
                     issue!(r, now);
                 }
-                if stop_early && next.is_none() && host.is_empty() && array.outstanding() == 0 {
+                if (stop_early || events.only_idle_timers(&array))
+                    && next.is_none()
+                    && host.is_empty()
+                    && array.outstanding() == 0
+                {
                     break;
                 }
                 // Completions at the same instant as an arrival are handled first.
@@ -366,10 +405,10 @@ pub fn run_observed(
                         collector.set_total(arrived);
                     }
                 } else {
-                    let (t, disk) = events.pop().expect("a disk completion is pending");
+                    let (t, ev) = events.pop().expect("a disk completion is pending");
                     now = t;
                     reach!(t);
-                    array.handle(t, Event::DiskDone { disk });
+                    array.handle(t, ev);
                 }
             }
             assert!(
@@ -392,7 +431,10 @@ pub fn run_observed(
                     }
                     record!(c);
                 }
-                if stop_early && exhausted && outstanding.is_none() {
+                if (stop_early || events.only_idle_timers(&array))
+                    && exhausted
+                    && outstanding.is_none()
+                {
                     break;
                 }
                 // Disk events at the instant the next request is due are handled first (a
@@ -426,9 +468,9 @@ pub fn run_observed(
                     };
                     issue!(r, at);
                 } else {
-                    let (t, disk) = events.pop().expect("a disk completion is pending");
+                    let (t, ev) = events.pop().expect("a disk completion is pending");
                     reach!(t);
-                    array.handle(t, Event::DiskDone { disk });
+                    array.handle(t, ev);
                 }
             }
             assert!(
@@ -454,6 +496,10 @@ pub fn run_observed(
         .then(|| last_event.saturating_since(last_host_done).0 as f64 / 1e9);
     let mut report = collector.finish(counters, array.sector_bytes(), issued, drained_s);
     report.series = series;
+    report.rebuild = rebuild_watch.finish(array.rebuild());
+    if let Some(r) = &report.rebuild {
+        report.rebuild_s = Some(r.started_s.zip(r.done_s).map(|(a, b)| b - a));
+    }
     if let Some(t) = array.recovery_time() {
         report.map_recovery_ms = Some(t.as_ms_f64());
         report.map_logging_share = Some(if busy == 0 {

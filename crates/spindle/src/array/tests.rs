@@ -29,6 +29,7 @@ fn drain_with(
     loop {
         while let Some(act) = a.poll_action() {
             match act {
+                Action::Wake { .. } => unreachable!("this controller sets no timers"),
                 Action::DiskBusy { disk, until } => disks.push(Reverse((until, disk))),
                 Action::Complete(c) => {
                     if let Some(r) = follow(&c) {
@@ -521,6 +522,7 @@ fn a_read_after_an_acknowledged_write_sees_it() {
         loop {
             while let Some(act) = a.poll_action() {
                 match act {
+                    Action::Wake { .. } => unreachable!("this controller sets no timers"),
                     Action::DiskBusy { disk, until } => heap.push(std::cmp::Reverse((until, disk))),
                     Action::Complete(c) if c.id == 0 => {
                         a.handle(
@@ -677,6 +679,7 @@ fn data_moves_carry_the_newest_acknowledged_bytes_to_reads_and_every_copy() {
                 }
                 let Some(act) = a.poll_action() else { break };
                 match act {
+                    Action::Wake { .. } => unreachable!("this controller sets no timers"),
                     Action::DiskBusy { disk, until } => heap.push(Reverse((until, disk))),
                     Action::Complete(c) => {
                         let (req, must) = &reqs[&c.id];
@@ -796,6 +799,7 @@ fn recovery_from_the_nvram_table_leaves_every_copy_with_the_newest_acknowledged_
                 }
                 let Some(act) = a.poll_action() else { break };
                 match act {
+                    Action::Wake { .. } => unreachable!("this controller sets no timers"),
                     Action::DiskBusy { disk, until } => heap.push(Reverse((until, disk))),
                     Action::Complete(c) if c.op == Op::Write => {
                         let req = reqs[&c.id];

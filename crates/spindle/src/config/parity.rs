@@ -6,10 +6,11 @@ use super::{
 use crate::cache::{DestagePolicy, HighLowGate};
 use crate::drive::Drive;
 use crate::raid5::{
-    CacheConfig, ParityLayout, ParityRotation, Raid5Array, Raid5Config, BLOCK_BYTES,
+    CacheConfig, FailureConfig, ParityLayout, ParityRotation, Raid5Array, Raid5Config,
+    BLOCK_BYTES,
 };
 use crate::sched::Policy;
-use crate::Span;
+use crate::{Nanos, Span};
 use std::sync::Arc;
 
 /// The paper's parity group: five disks (Varma & Jacobson, III.A).
@@ -143,13 +144,19 @@ impl Experiment {
             }
         };
         let cache = self.parity_cache(a, drive)?;
+        let failure = self.parity_failure(a, disks)?;
         let label = format!(
-            "{} {}x{}{}",
+            "{} {}x{}{}{}",
             a.layout.name(),
             disks / width,
             width,
             match &cache {
                 Some(c) => format!(" wc{}K {}", c.write_blocks * 4, destage_label(a)),
+                None => String::new(),
+            },
+            match &failure {
+                Some(f) if f.rebuild => format!(" fail d{} rebuild", f.disk),
+                Some(f) => format!(" fail d{}", f.disk),
                 None => String::new(),
             }
         );
@@ -164,6 +171,7 @@ impl Experiment {
                 seed: s.seed,
                 reconstruct_fraction,
                 cache,
+                failure,
             },
         )
         .map_err(|m| self.error("array", m))?;
@@ -187,6 +195,62 @@ fn destage_label(a: &ArraySpec) -> &'static str {
 }
 
 impl Experiment {
+    /// The failed disk and its rebuild, from `failed_disk` and the keys that need it.
+    fn parity_failure(
+        &self,
+        a: &ArraySpec,
+        disks: u32,
+    ) -> Result<Option<FailureConfig>, ConfigError> {
+        let Some(disk) = a.failed_disk else {
+            for (key, given) in [
+                ("array.fail_at_ms", a.fail_at_ms.is_some()),
+                ("array.rebuild", a.rebuild.is_some()),
+                ("array.rebuild_rate_mb_s", a.rebuild_rate_mb_s.is_some()),
+            ] {
+                if given {
+                    return Err(self.error(key, "needs array.failed_disk (the disk that fails)"));
+                }
+            }
+            return Ok(None);
+        };
+        if disk >= disks {
+            return Err(self.error(
+                "array.failed_disk",
+                format!("must name one of the array's disks 0..{disks}, got {disk}"),
+            ));
+        }
+        let at = match a.fail_at_ms {
+            None => Nanos::ZERO,
+            Some(ms) if ms.is_finite() && ms >= 0.0 => Nanos(Span::from_ms_f64(ms).0),
+            Some(ms) => {
+                return Err(self.error("array.fail_at_ms", format!("must be >= 0 ms, got {ms}")))
+            }
+        };
+        let rebuild = a.rebuild.unwrap_or(true);
+        let rate = match a.rebuild_rate_mb_s {
+            None => None,
+            Some(_) if !rebuild => {
+                return Err(self.error(
+                    "array.rebuild_rate_mb_s",
+                    "is the rebuild's pace, but array.rebuild is false",
+                ))
+            }
+            Some(r) if r.is_finite() && r > 0.0 => Some(r * 1e6),
+            Some(r) => {
+                return Err(self.error(
+                    "array.rebuild_rate_mb_s",
+                    format!("must be > 0 MB/s, got {r}"),
+                ))
+            }
+        };
+        Ok(Some(FailureConfig {
+            disk: disk as usize,
+            at,
+            rebuild,
+            rate_bytes_per_s: rate,
+        }))
+    }
+
     /// The write and read caches of a parity array; `None` with `write_cache_bytes = 0`.
     fn parity_cache(
         &self,

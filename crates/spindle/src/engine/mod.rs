@@ -75,7 +75,11 @@ impl Completion {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Event {
     Host(HostRequest),
-    DiskDone { disk: usize },
+    DiskDone {
+        disk: usize,
+    },
+    /// A time the controller asked for with [`Action::Wake`] has come.
+    Wake,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -86,9 +90,28 @@ pub enum Action {
         until: Nanos,
     },
     Complete(Completion),
+    /// Call [`Engine::handle`] with [`Event::Wake`] at `at` (a controller's own timer: a
+    /// paced rebuild, a scheduled disk failure). Controllers that never ask need no driver
+    /// support beyond this.
+    Wake {
+        at: Nanos,
+    },
 }
 
-/// When a replicated write is answered (dissertation 3.4.2).
+/// A disk failure and the rebuild of its contents onto a spare, for a controller with
+/// redundancy (parity arrays).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RebuildStatus {
+    pub disk: usize,
+    pub failed_at: Nanos,
+    /// When the rebuild began (after the work the disk had accepted was done); `None`
+    /// before, or when the array runs degraded with no rebuild.
+    pub started: Option<Nanos>,
+    pub done: Option<Nanos>,
+    pub stripes_done: u64,
+    pub stripes_total: u64,
+}
+
 /// Per-disk counters, readable at any time.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct DiskCounters {
@@ -173,6 +196,10 @@ pub trait Engine: Send {
         let _ = t;
         None
     }
+    /// The failed disk and its rebuild, once a disk has failed.
+    fn rebuild(&self) -> Option<RebuildStatus> {
+        None
+    }
     /// Time to rebuild the controller's volatile state after a crash now (eager-writing
     /// arrays: reading the map log), if it has any.
     fn recovery_time(&self) -> Option<Span> {
@@ -250,6 +277,9 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
     }
     fn recovery_time(&self) -> Option<Span> {
         (**self).recovery_time()
+    }
+    fn rebuild(&self) -> Option<RebuildStatus> {
+        (**self).rebuild()
     }
     fn enable_data_moves(&mut self) -> bool {
         (**self).enable_data_moves()

@@ -1643,6 +1643,8 @@ impl Engine for EwArray {
         match ev {
             Event::Host(req) => self.accept(now, req),
             Event::DiskDone { disk } => self.finish(now, disk),
+            // This controller sets no timers.
+            Event::Wake => {}
         }
     }
 

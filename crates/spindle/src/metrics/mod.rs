@@ -20,11 +20,13 @@
 //! measured requests' arrivals, the achieved rate is the throughput, and the run is
 //! saturated when it falls behind (see [`Collector::finish`]).
 
+mod rebuild;
 mod report;
 
+pub use rebuild::RebuildWatch;
 pub use report::{
-    BacklogReport, BreakdownMs, CacheReport, DiskReport, HostQueueReport, LatencyStats, Report,
-    SeriesPoint, WriteCacheReport,
+    BacklogReport, BreakdownMs, CacheReport, DiskReport, DuringReport, HostQueueReport,
+    LatencyStats, RebuildReport, Report, SeriesPoint, WriteCacheReport,
 };
 
 use crate::engine::{Backlog, Busy, CacheCounters, CauseShares, Completion, DiskCounters};

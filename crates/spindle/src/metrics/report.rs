@@ -113,6 +113,35 @@ pub struct WriteCacheReport {
     pub overflows: u64,
 }
 
+/// A disk failure and its rebuild (whole run, not only the window: a rebuild outlasts
+/// most windows).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RebuildReport {
+    pub disk: usize,
+    pub failed_at_s: f64,
+    /// When the rebuild began; null if it never did (no rebuild configured).
+    pub started_s: Option<f64>,
+    /// When it finished; null if the run ended first.
+    pub done_s: Option<f64>,
+    pub stripes_done: u64,
+    pub stripes_total: u64,
+    /// Host requests that arrived while the rebuild ran (from its start to its end, or to
+    /// the run's end), and their response times.
+    pub during: DuringReport,
+    /// Host requests that arrived before the failure, for comparison.
+    pub before_failure: DuringReport,
+}
+
+/// Host response times over an interval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DuringReport {
+    pub requests: u64,
+    pub mean_ms: Option<f64>,
+    pub read_mean_ms: Option<f64>,
+    pub write_mean_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+}
+
 impl CacheReport {
     /// The window from `start` to `end`, `window` long.
     pub fn new(start: &CacheCounters, end: &CacheCounters, window: crate::Span) -> CacheReport {
@@ -248,6 +277,14 @@ pub struct Report {
     /// the host wrote, over the window; null when the host wrote nothing in it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disk_writes_per_host_write: Option<Option<f64>>,
+    /// A disk failed and was rebuilt onto a spare: seconds from the rebuild's start to its
+    /// end; null while it had not finished when the run ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rebuild_s: Option<Option<f64>>,
+    /// A disk failure (`array.failed_disk`): when, the rebuild's progress, and the host's
+    /// response time while it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rebuild: Option<RebuildReport>,
     /// The array's state sampled over virtual time (`run.series_ms`); written by
     /// `spindle run --series FILE`, not part of the JSON report.
     #[serde(skip)]
@@ -331,6 +368,12 @@ impl Report {
         let mut f = String::new();
         if self.saturated {
             f.push_str(" SATURATED");
+        }
+        if let Some(r) = &self.rebuild {
+            f.push_str(match r.done_s {
+                Some(_) => " REBUILT",
+                None => " DEGRADED",
+            });
         }
         if !self.sustainable {
             f.push_str(" BACKLOG GROWS");

@@ -27,7 +27,10 @@
 //! cache. Parity arrays run their drives without the drive's own buffer, as the paper's
 //! simulator does (and as replicated layouts do): the controller's caches stand in for it.
 
+mod degraded;
 mod destage;
+
+pub use degraded::FailureConfig;
 
 use super::layout::{ParityLayout, UnitPiece};
 use crate::cache::{BlockAddr, DestagePolicy, DestageQueue, HighLowGate, ReadCache, WriteCache};
@@ -59,6 +62,8 @@ pub struct Raid5Config {
     /// The write and read caches and destage scheduling; `None`: every write is a classic
     /// update.
     pub cache: Option<CacheConfig>,
+    /// A disk that fails, and its rebuild onto a spare; `None`: every disk works.
+    pub failure: Option<FailureConfig>,
 }
 
 /// The controller's caches (Varma & Jacobson, III.A), in 4 KiB blocks.
@@ -96,6 +101,13 @@ enum Kind {
     DestageRead(usize),
     /// A write of cached data or parity to disk for destage round `usize`.
     DestageWrite(usize),
+    /// A read of a surviving disk for degraded read `usize` (the failed disk's data is the
+    /// XOR of the others).
+    ReconRead(usize),
+    /// A read of a surviving disk for the rebuild step under way.
+    RebuildRead,
+    /// The rebuild step's write of the reconstructed unit to the spare.
+    RebuildWrite,
 }
 
 struct DiskOp {
@@ -111,10 +123,13 @@ struct DiskOp {
 /// One disk access of a stripe update: (disk, first sector, sectors).
 type Access1 = (usize, u64, u32);
 
-/// The update of one parity stripe for one host write.
+/// The update of one parity stripe for one host write, planned when it starts (a disk
+/// may have failed, or been rebuilt, meanwhile).
 struct StripeUpdate {
     slot: usize,
     key: (u32, u64),
+    /// The host write's pieces in this stripe (at most one per data unit).
+    pieces: Vec<UnitPiece>,
     reads: Vec<Access1>,
     writes: Vec<Access1>,
     /// With a write cache: what the update writes, whose cached copies it makes stale.
@@ -168,6 +183,10 @@ struct Round {
 enum StripeWork {
     Update(usize),
     Round(usize),
+    /// A host read of the failed disk, reconstructed from the others (`degraded` module).
+    Recon(usize),
+    /// The rebuild of this stripe onto the spare.
+    Rebuild,
 }
 
 /// The caches and what destaging needs.
@@ -207,6 +226,7 @@ pub struct Raid5Array {
     reconstruct_fraction: f64,
     counts: UpdateCounts,
     pieces: Vec<UnitPiece>,
+    failure: Option<degraded::Failure>,
 }
 
 impl Raid5Array {
@@ -304,6 +324,10 @@ impl Raid5Array {
             reconstruct_fraction: cfg.reconstruct_fraction,
             counts: UpdateCounts::default(),
             pieces: Vec::with_capacity(8),
+            failure: match &cfg.failure {
+                Some(f) => Some(degraded::Failure::new(f, &cfg.layout, sector)?),
+                None => None,
+            },
         })
     }
 
@@ -332,6 +356,7 @@ impl Raid5Array {
             Op::Read => {
                 let mut queued = 0;
                 for p in &pieces {
+                    let key = (p.group, p.stripe);
                     let disk = self.layout.data_disk(p.group, p.stripe, p.unit);
                     let lba = self.layout.stripe_lba(p.stripe) + u64::from(p.offset);
                     let runs = if self.cache.is_some() {
@@ -339,8 +364,13 @@ impl Raid5Array {
                     } else {
                         vec![(lba, p.sectors)]
                     };
+                    let lost = self.lost_disk(key) == Some(disk);
                     for (lba, sectors) in runs {
-                        self.queue_op(now, Kind::Read, Some(slot), disk, Op::Read, lba, sectors);
+                        if lost {
+                            self.queue_recon(now, slot, key, disk, lba, sectors);
+                        } else {
+                            self.queue_op(now, Kind::Read, Some(slot), disk, Op::Read, lba, sectors);
+                        }
                         queued += 1;
                     }
                 }
@@ -373,9 +403,17 @@ impl Raid5Array {
                     if self.cache.is_some() {
                         self.overflow(now, &stripes);
                     }
-                    for (key, ps) in stripes {
+                    for (key, pieces) in stripes {
                         self.host.add_part(slot);
-                        let u = self.plan(slot, key, &ps);
+                        let u = self.updates.insert(StripeUpdate {
+                            slot,
+                            key,
+                            pieces,
+                            reads: Vec::new(),
+                            writes: Vec::new(),
+                            written: Vec::new(),
+                            left: 0,
+                        });
                         self.enqueue_stripe_work(now, key, StripeWork::Update(u));
                     }
                 }
@@ -392,15 +430,15 @@ impl Raid5Array {
             self.start_stripe_work(now, w);
             return;
         }
-        // A host write must not wait on destage work the destage policy may decline for
-        // ever (a non-work-conserving policy at low occupancy): the rounds ahead of it
-        // become host work.
-        if let StripeWork::Update(_) = w {
+        // Host work (and the rebuild) must not wait on destage work the destage policy may
+        // decline for ever (a non-work-conserving policy at low occupancy): the rounds
+        // ahead of it become host work.
+        if !matches!(w, StripeWork::Round(_)) {
             let ahead: Vec<usize> = q
                 .iter()
                 .filter_map(|w| match w {
                     StripeWork::Round(r) => Some(*r),
-                    StripeWork::Update(_) => None,
+                    _ => None,
                 })
                 .collect();
             for r in ahead {
@@ -413,6 +451,8 @@ impl Raid5Array {
         match w {
             StripeWork::Update(u) => self.start_update(now, u),
             StripeWork::Round(r) => self.start_round(now, r),
+            StripeWork::Recon(j) => self.start_recon(now, j),
+            StripeWork::Rebuild => self.start_rebuild_step(now),
         }
     }
 
@@ -440,9 +480,14 @@ impl Raid5Array {
         }
     }
 
-    /// The reads and writes updating stripe `key` with `pieces` (at most one per data
-    /// unit: a host request is contiguous).
-    fn plan(&mut self, slot: usize, key: (u32, u64), pieces: &[UnitPiece]) -> usize {
+    /// Plans update `u`: the reads and writes updating its stripe with its pieces. With a
+    /// disk lost (failed, not yet rebuilt) in the stripe, the update leaves it out: a lost
+    /// parity unit is not updated; new data of a lost unit is folded into the parity, from
+    /// every surviving unit's rows; a lost untouched unit forces a read-modify-write.
+    fn plan(&mut self, u: usize) {
+        let pieces = std::mem::take(&mut self.updates[u].pieces);
+        let key = self.updates[u].key;
+        let lost = self.lost_disk(key);
         let (group, stripe) = key;
         let l = &self.layout;
         let base = l.stripe_lba(stripe);
@@ -458,9 +503,16 @@ impl Raid5Array {
             .max()
             .expect("a piece");
         let parity = l.parity_disk(group, stripe);
+        let lost_written = lost.is_some_and(|x| {
+            pieces
+                .iter()
+                .any(|p| l.data_disk(group, stripe, p.unit) == x)
+        });
         let kind = if covered == stripe_data {
             UpdateKind::FullStripe
-        } else if covered as f64 > self.reconstruct_fraction * stripe_data as f64 {
+        } else if lost.is_none()
+            && covered as f64 > self.reconstruct_fraction * stripe_data as f64
+        {
             UpdateKind::ReconstructWrite
         } else {
             UpdateKind::ReadModifyWrite
@@ -506,23 +558,42 @@ impl Raid5Array {
                 self.counts.read_modify_write += 1;
             }
         }
+        if let Some(x) = lost {
+            // Degraded: the rows' parity comes from every surviving unit when the lost
+            // unit is written (its old contents are the XOR of the others); nothing is
+            // read when the lost unit is the parity.
+            let n = rows_end - rows_start;
+            if x == parity {
+                reads.clear();
+            } else if lost_written && kind != UpdateKind::FullStripe {
+                reads = (0..data_units)
+                    .map(|k| l.data_disk(group, stripe, k))
+                    .chain(std::iter::once(parity))
+                    .filter(|&d| d != x)
+                    .map(|d| (d, base + u64::from(rows_start), n))
+                    .collect();
+            }
+        }
+        // With a write cache, what the update changes makes cached copies stale, the lost
+        // disk's included (its blocks' contents change though it is not written).
         let written = if self.cache.is_some() {
             writes.clone()
         } else {
             Vec::new()
         };
-        self.updates.insert(StripeUpdate {
-            slot,
-            key,
-            reads,
-            writes,
-            written,
-            left: 0,
-        })
+        if let Some(x) = lost {
+            writes.retain(|w| w.0 != x);
+        }
+        let upd = &mut self.updates[u];
+        upd.reads = reads;
+        upd.writes = writes;
+        upd.written = written;
     }
 
-    /// Starts update `u`'s first phase: its reads, or its writes when it needs none.
+    /// Plans update `u` and starts its first phase: its reads, or its writes when it needs
+    /// none.
     fn start_update(&mut self, now: Nanos, u: usize) {
+        self.plan(u);
         let phase = if self.updates[u].reads.is_empty() {
             Kind::NewWrite(u)
         } else {
@@ -625,6 +696,8 @@ impl Raid5Array {
             Kind::OldRead(_) | Kind::NewWrite(_) => Cause::HostWrite,
             Kind::DestageRead(_) => Cause::DestageRead,
             Kind::DestageWrite(_) => Cause::DestageWrite,
+            Kind::ReconRead(_) => Cause::HostRead,
+            Kind::RebuildRead | Kind::RebuildWrite => Cause::Rebuild,
         };
         let until = access.end;
         d.clock.start(cause, now, until);
@@ -678,9 +751,12 @@ impl Raid5Array {
                 }
                 Kind::DestageRead(r) => self.destage_read_done(now, r, disk, &op),
                 Kind::DestageWrite(r) => self.destage_write_done(now, r, disk, &op),
+                Kind::ReconRead(j) => self.recon_read_done(now, j, &f),
+                Kind::RebuildRead | Kind::RebuildWrite => self.rebuild_op_done(now, op.kind),
             }
         }
         self.out.mark_for_dispatch(disk);
+        self.disk_idle_check(now, disk);
     }
 
     fn part_done(&mut self, now: Nanos, slot: usize, f: &InFlight) {
@@ -698,9 +774,11 @@ impl Raid5Array {
 impl Engine for Raid5Array {
     fn handle(&mut self, now: Nanos, ev: Event) {
         self.out.advance(now);
+        self.fail_if_due(now);
         match ev {
             Event::Host(req) => self.accept(now, req),
             Event::DiskDone { disk } => self.finish(now, disk),
+            Event::Wake => self.wake(now),
         }
     }
 
@@ -746,7 +824,13 @@ impl Engine for Raid5Array {
             ..Backlog::default()
         };
         for op in self.ops.iter() {
-            if matches!(op.kind, Kind::DestageRead(_) | Kind::DestageWrite(_)) {
+            if matches!(
+                op.kind,
+                Kind::DestageRead(_)
+                    | Kind::DestageWrite(_)
+                    | Kind::RebuildRead
+                    | Kind::RebuildWrite
+            ) {
                 b.ops += 1;
                 b.bytes += u64::from(op.sectors) * sector;
             }
@@ -756,6 +840,10 @@ impl Engine for Raid5Array {
 
     fn cache(&self, t: Nanos) -> Option<CacheCounters> {
         self.cache_counters(t)
+    }
+
+    fn rebuild(&self) -> Option<crate::engine::RebuildStatus> {
+        self.rebuild_status()
     }
 
     fn counters(&self, disk: usize) -> DiskCounters {

@@ -254,6 +254,7 @@ impl Harness {
                 return false;
             }
             match act {
+                Action::Wake { .. } => unreachable!("this controller sets no timers"),
                 Action::DiskBusy { disk, until } => {
                     self.seq += 1;
                     self.heap.push(Reverse((until, self.seq, disk)));
@@ -658,6 +659,7 @@ fn data_moves_do_not_change_timing() {
                 while a.poll_data().is_some() || a.poll_nvram().is_some() {}
                 while let Some(act) = a.poll_action() {
                     match act {
+                        Action::Wake { .. } => unreachable!("this controller sets no timers"),
                         Action::DiskBusy { disk, until } => {
                             seq += 1;
                             heap.push(Reverse((until, seq, disk)));

@@ -80,6 +80,7 @@ fn run(
     loop {
         while let Some(act) = a.poll_action() {
             match act {
+                Action::Wake { .. } => unreachable!("this controller sets no timers"),
                 Action::DiskBusy { disk, until } => {
                     seq += 1;
                     heap.push(Reverse((until, seq, disk)));
@@ -218,6 +219,7 @@ fn the_nvram_limit_moves_propagations_to_the_foreground() {
     loop {
         while let Some(act) = a.poll_action() {
             match act {
+                Action::Wake { .. } => unreachable!("this controller sets no timers"),
                 Action::DiskBusy { disk, until } => {
                     seq += 1;
                     heap.push(Reverse((until, seq, disk)));
@@ -386,6 +388,7 @@ fn a_late_chunk_acknowledgement_never_leaves_a_block_without_a_fresh_copy() {
             loop {
                 while let Some(act) = a.poll_action() {
                     match act {
+                        Action::Wake { .. } => unreachable!("this controller sets no timers"),
                         Action::DiskBusy { disk, until } => {
                             seq += 1;
                             heap.push(Reverse((until, seq, disk)));

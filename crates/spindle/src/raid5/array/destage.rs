@@ -228,30 +228,65 @@ impl Raid5Array {
         c.read.contains(k) || c.write.holds_clean(k) || c.rounds[r].fetched.contains(&k)
     }
 
+    /// Stripe `key`'s dirty blocks by row: the data units dirty in each.
+    fn dirty_rows(&self, key: (u32, u64)) -> BTreeMap<u32, Vec<u32>> {
+        let mut by_row: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for &(unit, row) in &self.cache.as_ref().expect("a cache").dirty[&key] {
+            by_row.entry(row).or_default().push(unit);
+        }
+        by_row
+    }
+
+    /// The clean (on-disk) blocks the new parity of `row` needs, its dirty data `units`
+    /// given: their old data and the old parity (read-modify-write). With disk `lost`
+    /// failed and not yet rebuilt: nothing when it holds the parity (there is none to
+    /// update); when it holds a dirty unit, every other unit the round does not write
+    /// (the parity becomes the XOR of the row's new data).
+    fn row_needs(
+        &self,
+        key: (u32, u64),
+        row: u32,
+        units: &[u32],
+        lost: Option<usize>,
+    ) -> Vec<BlockAddr> {
+        let p = self.parity_addr(key, row);
+        match lost {
+            Some(x) if p.0 as usize == x => Vec::new(),
+            Some(x) if units.iter().any(|&u| self.data_addr(key, u, row).0 as usize == x) => {
+                (0..self.layout.width() - 1)
+                    .filter(|u| !units.contains(u))
+                    .map(|u| self.data_addr(key, u, row))
+                    .collect()
+            }
+            _ => units
+                .iter()
+                .map(|&u| self.data_addr(key, u, row))
+                .chain(std::iter::once(p))
+                .collect(),
+        }
+    }
+
     /// The round holds its stripe: read the old data and parity its dirty blocks need.
     pub(super) fn start_round(&mut self, now: Nanos, r: usize) {
         let key = self.cache.as_ref().expect("a cache").rounds[r].key;
-        let dirty: Vec<(u32, u32)> = self.cache.as_ref().expect("a cache").dirty[&key]
-            .iter()
-            .copied()
-            .collect();
+        let lost = self.lost_disk(key);
         let mut missing: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-        let mut rows: Vec<u32> = dirty.iter().map(|&(_, row)| row).collect();
-        rows.sort_unstable();
-        rows.dedup();
-        let needed = dirty
-            .iter()
-            .map(|&(unit, row)| self.data_addr(key, unit, row))
-            .chain(rows.iter().map(|&row| self.parity_addr(key, row)));
-        for k in needed.collect::<Vec<_>>() {
+        let mut needed = Vec::new();
+        for (row, units) in self.dirty_rows(key) {
+            needed.extend(self.row_needs(key, row, &units, lost));
+        }
+        for k in needed {
             if !self.clean_present(k, r) {
                 missing.entry(k.0).or_default().push(k.1);
             }
         }
+        for blocks in missing.values_mut() {
+            blocks.sort_unstable();
+            blocks.dedup();
+        }
         let bs = self.bs();
         let mut left = 0;
-        for (disk, mut blocks) in missing {
-            blocks.sort_unstable();
+        for (disk, blocks) in missing {
             for (b, n) in runs_of(blocks) {
                 let sectors = (n * bs) as u32;
                 self.queue_destage(
@@ -382,28 +417,34 @@ impl Raid5Array {
     }
 
     /// Computes the new parity of every row whose blocks are all in the caches, as far as
-    /// write-cache room allows, and queues the destage writes.
+    /// write-cache room allows, and queues the destage writes. With a disk lost in the
+    /// stripe, nothing is written to it: its dirty blocks are folded into the parity, and
+    /// a lost parity is not computed (cached copies of it are stale from now).
     fn compute_round(&mut self, now: Nanos, r: usize) {
         let key = self.cache.as_ref().expect("a cache").rounds[r].key;
-        let dirty: Vec<(u32, u32)> = self.cache.as_ref().expect("a cache").dirty[&key]
-            .iter()
-            .copied()
-            .collect();
-        let mut by_row: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-        for &(unit, row) in &dirty {
-            by_row.entry(row).or_default().push(unit);
-        }
-        let ready: Vec<(u32, Vec<u32>)> = by_row
+        let lost = self.lost_disk(key);
+        let parity_lost = |row: u32| lost == Some(self.parity_addr(key, row).0 as usize);
+        let ready: Vec<(u32, Vec<u32>)> = self
+            .dirty_rows(key)
             .into_iter()
             .filter(|(row, units)| {
-                self.clean_present(self.parity_addr(key, *row), r)
-                    && units
-                        .iter()
-                        .all(|&u| self.clean_present(self.data_addr(key, u, *row), r))
+                self.row_needs(key, *row, units, lost)
+                    .into_iter()
+                    .all(|k| self.clean_present(k, r))
             })
             .collect();
-        let room = self.cache.as_ref().expect("a cache").write.free();
-        let take = ready.len().min(room);
+        // Rows whose parity is computed take a write-cache block each.
+        let mut room = self.cache.as_ref().expect("a cache").write.free();
+        let mut take = 0;
+        for (row, _) in &ready {
+            if !parity_lost(*row) {
+                if room == 0 {
+                    break;
+                }
+                room -= 1;
+            }
+            take += 1;
+        }
         if take == 0 {
             if ready.is_empty() {
                 self.end_round(now, r);
@@ -429,13 +470,22 @@ impl Raid5Array {
                     .get_mut(&key)
                     .expect("dirty blocks")
                     .remove(&(u, *row));
-                writes.entry(k.0).or_default().insert(k.1, t);
+                if lost == Some(k.0 as usize) {
+                    // Its new contents are in the parity: nothing to write.
+                    c.write.destaged(k);
+                } else {
+                    writes.entry(k.0).or_default().insert(k.1, t);
+                }
             }
             let p = self.parity_addr(key, *row);
             let c = self.cache.as_mut().expect("a cache");
-            c.write.add_parity(p);
             c.read.invalidate(p);
-            writes.entry(p.0).or_default().insert(p.1, now);
+            if lost == Some(p.0 as usize) {
+                c.write.invalidate_available(p);
+            } else {
+                c.write.add_parity(p);
+                writes.entry(p.0).or_default().insert(p.1, now);
+            }
         }
         self.occupancy_changed();
         let bs = self.bs();
@@ -457,6 +507,7 @@ impl Raid5Array {
             }
         }
         self.cache.as_mut().expect("a cache").rounds[r].left = left;
+        debug_assert!(left > 0, "a computed row writes data or parity");
     }
 
     pub(super) fn destage_write_done(

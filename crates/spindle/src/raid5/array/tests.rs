@@ -3,14 +3,28 @@ use crate::drive::builtin_drive;
 use crate::engine::Completion;
 use crate::raid5::ParityRotation;
 
+mod degraded;
+
 /// HP 97560s in `groups` parity groups of `width`, stripe units of `unit` sectors, FCFS
 /// host queues, data set `data` sectors (absent: every stripe), caches `cache`.
 fn build(
+    shape: (u32, u32, u32),
+    data: Option<u64>,
+    rotation: ParityRotation,
+    cache: Option<CacheConfig>,
+    seed: u64,
+) -> Raid5Array {
+    build_failing(shape, data, rotation, cache, seed, None)
+}
+
+/// [`build`] with a disk failure.
+fn build_failing(
     (groups, width, unit): (u32, u32, u32),
     data: Option<u64>,
     rotation: ParityRotation,
     cache: Option<CacheConfig>,
     seed: u64,
+    failure: Option<FailureConfig>,
 ) -> Raid5Array {
     let drive = Arc::new(builtin_drive("hp97560").expect("built-in drive"));
     let layout = ParityLayout::new(
@@ -33,6 +47,7 @@ fn build(
             seed,
             reconstruct_fraction: 0.5,
             cache,
+            failure,
         },
     )
     .expect("valid array")
@@ -53,6 +68,9 @@ fn req(id: u64, op: Op, lba: u64, sectors: u32, at: u64) -> HostRequest {
     }
 }
 
+/// The heap key of a timer in [`drain`].
+const WAKE: usize = usize::MAX;
+
 /// Runs to quiescence, feeding arrivals and disk completions in time order.
 fn drain(a: &mut Raid5Array, reqs: &[HostRequest]) -> Vec<Completion> {
     use std::cmp::Reverse;
@@ -70,6 +88,7 @@ fn drain(a: &mut Raid5Array, reqs: &[HostRequest]) -> Vec<Completion> {
             match act {
                 Action::DiskBusy { disk, until } => disks.push(Reverse((until, disk))),
                 Action::Complete(c) => out.push(c),
+                Action::Wake { at } => disks.push(Reverse((at, WAKE))),
             }
         }
         let disk_t = disks.peek().map(|Reverse((t, _))| *t);
@@ -84,7 +103,11 @@ fn drain(a: &mut Raid5Array, reqs: &[HostRequest]) -> Vec<Completion> {
             a.handle(r.arrival, Event::Host(*r));
         } else {
             let Reverse((t, disk)) = disks.pop().expect("peeked");
-            a.handle(t, Event::DiskDone { disk });
+            if disk == WAKE {
+                a.handle(t, Event::Wake);
+            } else {
+                a.handle(t, Event::DiskDone { disk });
+            }
         }
     }
     out
