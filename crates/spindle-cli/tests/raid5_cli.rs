@@ -163,3 +163,66 @@ fn series_writes_the_write_cache_occupancy_over_time() {
         "no report before the output is known to be writable"
     );
 }
+
+#[test]
+fn a_failed_disk_is_rebuilt_and_the_report_says_how_long_it_took() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2 MB of data: 14 stripes of 36 KiB per group, rebuilt well inside the run.
+    let b = body("raid-5", 0.5).replace(
+        "write_cache_bytes = 0\n",
+        "write_cache_bytes = 0\ndata_set_bytes = 2000000\nfailed_disk = 3\nfail_at_ms = 5000\n\
+         rebuild_rate_mb_s = 0.1\n",
+    );
+    let v = run_json(dir.path(), &b);
+    let r = &v["rebuild"];
+    assert_eq!(r["disk"].as_u64(), Some(3));
+    assert_eq!(r["failed_at_s"].as_f64(), Some(5.0));
+    let total = r["stripes_total"].as_u64().unwrap();
+    assert_eq!(r["stripes_done"].as_u64(), Some(total));
+    // Paced at 0.1 MB/s: the last of `total` stripes of 36,864 bytes starts (total − 1) ×
+    // 0.369 s after the rebuild's start and takes well under a second.
+    let rebuild_s = v["rebuild_s"].as_f64().expect("the rebuild finished");
+    let pace = 36_864.0 / 0.1e6;
+    assert!(
+        rebuild_s >= (total - 1) as f64 * pace && rebuild_s < (total - 1) as f64 * pace + 1.0,
+        "{rebuild_s} s for {total} stripes"
+    );
+    assert!(r["during"]["requests"].as_u64().unwrap() > 0, "{r}");
+    assert!(r["before_failure"]["requests"].as_u64().unwrap() > 0, "{r}");
+    // The rebuild's disk time is accounted: on the spare (disk 3) it is all writes.
+    let spare = &v["disks"][3]["utilization_by_cause"];
+    assert!(spare["rebuild"].as_f64().unwrap() > 0.0, "{spare}");
+    let healthy = run_json(dir.path(), &body("raid-5", 0.5));
+    assert!(healthy.get("rebuild").is_none() && healthy.get("rebuild_s").is_none());
+}
+
+#[test]
+fn failure_keys_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    for (extra, key) in [
+        ("fail_at_ms = 10\n", "array.fail_at_ms"),
+        ("failed_disk = 10\n", "array.failed_disk"),
+        ("failed_disk = 1\nfail_at_ms = -1\n", "array.fail_at_ms"),
+        (
+            "failed_disk = 1\nrebuild = false\nrebuild_rate_mb_s = 1\n",
+            "array.rebuild_rate_mb_s",
+        ),
+        (
+            "failed_disk = 1\nrebuild_rate_mb_s = 0\n",
+            "array.rebuild_rate_mb_s",
+        ),
+    ] {
+        let b = body("raid-5", 0.5).replace(
+            "write_cache_bytes = 0\n",
+            &format!("write_cache_bytes = 0\n{extra}"),
+        );
+        let exp = experiment(dir.path(), &b);
+        let o = spindle(&["run", &exp, "--quiet"]);
+        assert!(!o.status.success(), "{extra}");
+        assert!(stderr(&o).contains(key), "{extra}: {}", stderr(&o));
+    }
+    let b = body("striping", 0.5).replace("write_cache_bytes = 0\n", "failed_disk = 1\n");
+    let o = spindle(&["run", &experiment(dir.path(), &b), "--quiet"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("array.failed_disk"), "{}", stderr(&o));
+}

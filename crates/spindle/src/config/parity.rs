@@ -6,8 +6,7 @@ use super::{
 use crate::cache::{DestagePolicy, HighLowGate};
 use crate::drive::Drive;
 use crate::raid5::{
-    CacheConfig, FailureConfig, ParityLayout, ParityRotation, Raid5Array, Raid5Config,
-    BLOCK_BYTES,
+    CacheConfig, FailureConfig, ParityLayout, ParityRotation, Raid5Array, Raid5Config, BLOCK_BYTES,
 };
 use crate::sched::Policy;
 use crate::{Nanos, Span};

@@ -369,7 +369,15 @@ impl Raid5Array {
                         if lost {
                             self.queue_recon(now, slot, key, disk, lba, sectors);
                         } else {
-                            self.queue_op(now, Kind::Read, Some(slot), disk, Op::Read, lba, sectors);
+                            self.queue_op(
+                                now,
+                                Kind::Read,
+                                Some(slot),
+                                disk,
+                                Op::Read,
+                                lba,
+                                sectors,
+                            );
                         }
                         queued += 1;
                     }
@@ -510,8 +518,7 @@ impl Raid5Array {
         });
         let kind = if covered == stripe_data {
             UpdateKind::FullStripe
-        } else if lost.is_none()
-            && covered as f64 > self.reconstruct_fraction * stripe_data as f64
+        } else if lost.is_none() && covered as f64 > self.reconstruct_fraction * stripe_data as f64
         {
             UpdateKind::ReconstructWrite
         } else {

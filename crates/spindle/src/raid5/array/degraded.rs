@@ -179,8 +179,7 @@ impl Raid5Array {
         let Some(f) = self.failure.as_ref() else {
             return;
         };
-        if f.cfg.disk != disk || f.failed_at.is_none() || f.started.is_some() || !f.cfg.rebuild
-        {
+        if f.cfg.disk != disk || f.failed_at.is_none() || f.started.is_some() || !f.cfg.rebuild {
             return;
         }
         let d = &self.disks[disk];

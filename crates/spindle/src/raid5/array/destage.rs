@@ -252,7 +252,11 @@ impl Raid5Array {
         let p = self.parity_addr(key, row);
         match lost {
             Some(x) if p.0 as usize == x => Vec::new(),
-            Some(x) if units.iter().any(|&u| self.data_addr(key, u, row).0 as usize == x) => {
+            Some(x)
+                if units
+                    .iter()
+                    .any(|&u| self.data_addr(key, u, row).0 as usize == x) =>
+            {
                 (0..self.layout.width() - 1)
                     .filter(|u| !units.contains(u))
                     .map(|u| self.data_addr(key, u, row))

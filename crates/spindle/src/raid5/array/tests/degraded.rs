@@ -243,7 +243,11 @@ fn random_workloads_with_a_failure_mid_run_are_answered_and_rebuilt() {
             let mut r = Pcg64Mcg::seed_from_u64(case);
             let reqs = random_load(&a, &mut r, 300, 12_000_000);
             let done = drain(&mut a, &reqs);
-            assert_eq!(done.len(), reqs.len(), "case {case}: every request answered");
+            assert_eq!(
+                done.len(),
+                reqs.len(),
+                "case {case}: every request answered"
+            );
             assert_eq!(a.outstanding(), 0, "case {case}");
             let s = a.rebuild_status().expect("the disk failed");
             assert!(
@@ -253,11 +257,14 @@ fn random_workloads_with_a_failure_mid_run_are_answered_and_rebuilt() {
             assert!(s.started.unwrap() >= s.failed_at && s.failed_at >= failure.at);
             // Work-conserving destage (or none) leaves nothing holding a stripe; the
             // threshold policies may leave a round declined at low occupancy.
-            let conserving = cache.as_ref().is_none_or(|c| {
-                matches!(c.policy, DestagePolicy::Fcfs | DestagePolicy::LeastCost)
-            });
+            let conserving = cache
+                .as_ref()
+                .is_none_or(|c| matches!(c.policy, DestagePolicy::Fcfs | DestagePolicy::LeastCost));
             if conserving {
-                assert!(a.stripe_queues.is_empty(), "case {case}: a stripe still held");
+                assert!(
+                    a.stripe_queues.is_empty(),
+                    "case {case}: a stripe still held"
+                );
             }
             done.iter().map(|c| (c.id, c.done)).collect::<Vec<_>>()
         };
