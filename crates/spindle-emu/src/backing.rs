@@ -183,7 +183,11 @@ impl BackingStore {
             .open(&tmp)
             .map_err(io(&tmp))?;
         for w in writes {
-            f.write_all_at(&w.bytes, w.offset).map_err(io(&tmp))?;
+            let bytes = w.as_literal().ok_or_else(|| StoreError::Mismatch {
+                path: path.clone(),
+                msg: "the controller's fresh NVRAM image is not literal bytes".into(),
+            })?;
+            f.write_all_at(bytes, w.offset).map_err(io(&tmp))?;
         }
         f.sync_all().map_err(io(&tmp))?;
         std::fs::rename(&tmp, &path).map_err(io(&path))?;

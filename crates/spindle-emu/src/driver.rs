@@ -21,7 +21,7 @@
 use crate::backing::{BackingStore, StoreError};
 use crate::io::{Answer, IoThread, Job};
 use crate::record::{Entry, Recorded, Recorder};
-use spindle::engine::{Action, Bytes, Engine, Event, HostRequest};
+use spindle::engine::{xor_pieces, Action, Bytes, DataMove, Engine, Event, HostRequest, Source};
 use spindle::{Nanos, Op};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -320,13 +320,7 @@ fn recover(engine: &mut dyn Engine, store: &mut BackingStore) -> Result<Recovere
     };
     let mut repaired_sectors = 0;
     for mv in &repairs {
-        let Bytes::Copy { disk, runs } = &mv.bytes else {
-            return Err(StoreError::Mismatch {
-                path: store.nvram_path(),
-                msg: format!("recovery asked for a repair that is not a copy: {mv:?}"),
-            });
-        };
-        store.copy_runs((*disk, runs), mv.disk, &mv.copies)?;
+        write_offline(store, &image, mv)?;
         repaired_sectors += u64::from(mv.sectors) * mv.copies.len() as u64;
     }
     let mut writes = Vec::new();
@@ -334,14 +328,7 @@ fn recover(engine: &mut dyn Engine, store: &mut BackingStore) -> Result<Recovere
         writes.push(w);
     }
     while let Some(mv) = engine.poll_data() {
-        match &mv.bytes {
-            Bytes::Meta(bytes) => mv
-                .copies
-                .iter()
-                .try_for_each(|c| store.write_runs(mv.disk, c, bytes))?,
-            Bytes::Copy { disk, runs } => store.copy_runs((*disk, runs), mv.disk, &mv.copies)?,
-            Bytes::Host(_) => unreachable!("no host request before the first event"),
-        }
+        write_offline(store, &image, &mv)?;
     }
     while let Some(w) = engine.poll_nvram() {
         writes.push(w);
@@ -353,6 +340,64 @@ fn recover(engine: &mut dyn Engine, store: &mut BackingStore) -> Result<Recovere
         repaired_sectors,
         elapsed: t0.elapsed(),
     })
+}
+
+/// Performs a write the controller asks for while no host request is live (recovery's
+/// repairs, its moves before the first event), with `image` the NVRAM image it recovered
+/// from.
+fn write_offline(store: &mut BackingStore, image: &[u8], mv: &DataMove) -> Result<(), StoreError> {
+    let sb = store.shape().sector_bytes as usize;
+    let n = mv.sectors as usize * sb;
+    let from_image = |offset: u64, buf: &mut [u8]| {
+        buf.fill(0);
+        let start = (offset as usize).min(image.len());
+        let end = (offset as usize + buf.len()).min(image.len());
+        buf[..end - start].copy_from_slice(&image[start..end]);
+    };
+    let bytes = match &mv.bytes {
+        Bytes::Copy { disk, runs } => return store.copy_runs((*disk, runs), mv.disk, &mv.copies),
+        Bytes::Meta(bytes) => bytes.clone(),
+        Bytes::Nvram(offset) => {
+            let mut b = vec![0; n];
+            from_image(*offset, &mut b);
+            b
+        }
+        Bytes::Xor(pieces) => {
+            let mut failed = None;
+            let r = xor_pieces(pieces, mv.sectors, sb as u32, &mut |from, buf| match from {
+                Source::Disk { disk, runs } => store.read_runs(*disk, runs, buf).map_err(|e| {
+                    let m = e.to_string();
+                    failed = Some(e);
+                    m
+                }),
+                Source::Nvram(offset) => {
+                    from_image(*offset, buf);
+                    Ok(())
+                }
+                Source::Host { id, .. } => Err(format!("no host request {id} while recovering")),
+            });
+            match (r, failed) {
+                (Ok(b), _) => b,
+                (Err(_), Some(e)) => return Err(e),
+                (Err(msg), None) => {
+                    return Err(StoreError::Mismatch {
+                        path: store.nvram_path(),
+                        msg,
+                    })
+                }
+            }
+        }
+        Bytes::Host(_) | Bytes::HostXor { .. } => {
+            return Err(StoreError::Mismatch {
+                path: store.nvram_path(),
+                msg: format!("recovery asked for a move of host bytes: {mv:?}"),
+            })
+        }
+    };
+    for c in &mv.copies {
+        store.write_runs(mv.disk, c, &bytes)?;
+    }
+    Ok(())
 }
 
 /// A host request the core is working on, as the clock thread keeps it.

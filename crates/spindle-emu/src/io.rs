@@ -23,7 +23,7 @@ use crate::backing::{BackingStore, StoreError};
 use crate::driver::{EmuError, Reply, Stats};
 use crate::nvram::NvramImage;
 use hdrhistogram::Histogram;
-use spindle::engine::{Bytes, DataMove, NvramWrite};
+use spindle::engine::{xor_pieces, Bytes, DataMove, NvramBytes, NvramWrite, Piece, Source};
 use spindle::{Nanos, Op};
 use std::collections::HashMap;
 use std::fs::File;
@@ -168,7 +168,9 @@ impl IoThread {
     /// operations still running, as a crash may find those not yet written on a real
     /// array too, and the controller's recovery must cope with that already.
     pub fn nvram(&mut self, w: NvramWrite) {
-        if self.performed(self.completed_floor.max(self.last_nvram)) {
+        // An XOR write reads host buffers and disks: the worker has them, in order.
+        let literal = w.as_literal().is_some();
+        if literal && self.performed(self.completed_floor.max(self.last_nvram)) {
             store_nvram(&self.nvram, &self.answers, &w);
         } else {
             self.send(Job::Nvram(w));
@@ -343,18 +345,43 @@ impl Worker {
                     };
                     lock(&answers).bufs.insert(id, buf);
                 }
-                Job::Nvram(w) => store_nvram(&nvram, &answers, &w),
-                Job::Move(mv) => match mv.bytes {
-                    Bytes::Host(id) => {
-                        let mut buf = lock(&answers)
-                            .bufs
-                            .remove(&id)
-                            .expect("a move's host buffer is live");
-                        perform(&mut store, Some(&mut buf), sector_bytes, mv);
-                        lock(&answers).bufs.insert(id, buf);
+                Job::Nvram(w) => match &w.bytes {
+                    NvramBytes::Literal(_) => store_nvram(&nvram, &answers, &w),
+                    NvramBytes::Xor { sectors, pieces } => {
+                        let ctx = Ctx {
+                            answers: &answers,
+                            nvram: &nvram,
+                            sector_bytes,
+                        };
+                        match ctx.xor(&mut store, pieces, *sectors) {
+                            Ok(bytes) => {
+                                store_nvram(&nvram, &answers, &NvramWrite::literal(w.offset, bytes))
+                            }
+                            Err(e) => {
+                                eprintln!("spindle serve: NVRAM: {e}: writes fail from now on");
+                                lock(&answers).nvram_broken.get_or_insert(e);
+                            }
+                        }
                     }
-                    _ => perform(&mut store, None, sector_bytes, mv),
                 },
+                Job::Move(mv) => {
+                    let ctx = Ctx {
+                        answers: &answers,
+                        nvram: &nvram,
+                        sector_bytes,
+                    };
+                    match mv.bytes {
+                        Bytes::Host(id) | Bytes::HostXor { id, .. } => {
+                            let mut buf = lock(&answers)
+                                .bufs
+                                .remove(&id)
+                                .expect("a move's host buffer is live");
+                            perform(&mut store, Some(&mut buf), &ctx, mv);
+                            lock(&answers).bufs.insert(id, buf);
+                        }
+                        _ => perform(&mut store, None, &ctx, mv),
+                    }
+                }
                 Job::Answer(x) => lock(&answers).answer(x),
                 Job::Flush(reply) => lock(&answers).flush(reply),
                 Job::Stats { tx, in_array_mean } => {
@@ -375,11 +402,90 @@ impl Worker {
     }
 }
 
+/// What an XOR's sources are read from besides the disks.
+struct Ctx<'a> {
+    answers: &'a Mutex<Answers>,
+    nvram: &'a Mutex<NvramImage>,
+    sector_bytes: usize,
+}
+
+impl Ctx<'_> {
+    /// The XOR of `pieces` over `sectors` sectors: host writes' buffers (live while their
+    /// request is), disk runs as they are now, the NVRAM image.
+    fn xor(
+        &self,
+        store: &mut BackingStore,
+        pieces: &[Piece],
+        sectors: u32,
+    ) -> Result<Vec<u8>, String> {
+        let sb = self.sector_bytes;
+        xor_pieces(pieces, sectors, sb as u32, &mut |from, buf| match from {
+            Source::Host { id, lba } => {
+                let a = lock(self.answers);
+                let b = a
+                    .bufs
+                    .get(id)
+                    .ok_or_else(|| format!("host request {id} is not live"))?;
+                let at = (lba - b.lba) as usize * sb;
+                buf.copy_from_slice(&b.data[at..at + buf.len()]);
+                Ok(())
+            }
+            Source::Disk { disk, runs } => {
+                store.read_runs(*disk, runs, buf).map_err(|e| e.to_string())
+            }
+            Source::Nvram(offset) => {
+                self.nvram
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .read(*offset, buf);
+                Ok(())
+            }
+        })
+    }
+}
+
 /// Performs one data move on the store; `buf` is the host request's buffer for a move of a
 /// host request's bytes. A failure fails that request.
-fn perform(store: &mut BackingStore, buf: Option<&mut HostBuf>, sb: usize, mv: DataMove) {
+fn perform(store: &mut BackingStore, buf: Option<&mut HostBuf>, ctx: &Ctx<'_>, mv: DataMove) {
+    let sb = ctx.sector_bytes;
     let n = mv.sectors as usize * sb;
     let result = match (mv.op, &mv.bytes, buf) {
+        (Op::Read, Bytes::HostXor { pieces, .. }, Some(b)) => {
+            let at = (mv.lba - b.lba) as usize * sb;
+            match ctx.xor(store, pieces, mv.sectors) {
+                Ok(bytes) => {
+                    b.data[at..at + n].copy_from_slice(&bytes);
+                    Ok(())
+                }
+                Err(e) => {
+                    b.failed = Some(EmuError::Io(e.clone()));
+                    eprintln!("spindle serve: {e}");
+                    return;
+                }
+            }
+        }
+        (Op::Write, Bytes::Xor(pieces), None) => match ctx.xor(store, pieces, mv.sectors) {
+            Ok(bytes) => mv
+                .copies
+                .iter()
+                .try_for_each(|c| store.write_runs(mv.disk, c, &bytes))
+                .map_err(|e| (None, e)),
+            Err(e) => {
+                eprintln!("spindle serve: {e}");
+                return;
+            }
+        },
+        (Op::Write, Bytes::Nvram(offset), None) => {
+            let mut bytes = vec![0; n];
+            ctx.nvram
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .read(*offset, &mut bytes);
+            mv.copies
+                .iter()
+                .try_for_each(|c| store.write_runs(mv.disk, c, &bytes))
+                .map_err(|e| (None, e))
+        }
         (Op::Read, Bytes::Host(_), Some(b)) => {
             let at = (mv.lba - b.lba) as usize * sb;
             store
@@ -468,10 +574,7 @@ mod tests {
     }
 
     fn nvram_write(b: u8) -> NvramWrite {
-        NvramWrite {
-            offset: 0,
-            bytes: vec![b; 4],
-        }
+        NvramWrite::literal(0, vec![b; 4])
     }
 
     /// The ordering rule of [`IoThread::nvram`], with the worker held up (as by a page-cache

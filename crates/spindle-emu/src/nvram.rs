@@ -51,15 +51,35 @@ impl NvramImage {
         Ok(())
     }
 
-    /// Applies one NVRAM write to the image.
+    /// Reads `buf.len()` bytes from `offset` (zeros beyond the image's end).
+    pub fn read(&self, offset: u64, buf: &mut [u8]) {
+        buf.fill(0);
+        let Some(map) = self.map.as_ref() else {
+            return;
+        };
+        let start = (offset as usize).min(map.len());
+        let end = (offset as usize + buf.len()).min(map.len());
+        buf[..end - start].copy_from_slice(&map[start..end]);
+    }
+
+    /// Applies one NVRAM write of literal bytes to the image (see [`NvramWrite`]: an XOR
+    /// write's bytes are computed by the caller).
     pub fn write(&mut self, w: &NvramWrite) -> std::io::Result<()> {
-        let end = w.offset + w.bytes.len() as u64;
+        let bytes = w
+            .as_literal()
+            .expect("an XOR NVRAM write is resolved before it is stored");
+        self.write_at(w.offset, bytes)
+    }
+
+    /// Stores `bytes` at byte `offset`, growing the image as needed.
+    pub fn write_at(&mut self, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
+        let end = offset + bytes.len() as u64;
         let len = self.map.as_ref().map_or(0, |m| m.len() as u64);
         if end > len {
             self.map_to(end.div_ceil(GROWTH_BYTES) * GROWTH_BYTES)?;
         }
         let map = self.map.as_mut().expect("mapped above");
-        map[w.offset as usize..end as usize].copy_from_slice(&w.bytes);
+        map[offset as usize..end as usize].copy_from_slice(bytes);
         Ok(())
     }
 }
@@ -81,10 +101,7 @@ mod tests {
     }
 
     fn write(offset: u64, bytes: &[u8]) -> NvramWrite {
-        NvramWrite {
-            offset,
-            bytes: bytes.to_vec(),
-        }
+        NvramWrite::literal(offset, bytes.to_vec())
     }
 
     #[test]

@@ -87,10 +87,7 @@ impl NvramTable {
     /// An empty table; its first write is the header.
     pub fn new(header: &Header) -> NvramTable {
         let mut writes = VecDeque::new();
-        writes.push_back(NvramWrite {
-            offset: 0,
-            bytes: header.encode(),
-        });
+        writes.push_back(NvramWrite::literal(0, header.encode()));
         NvramTable {
             free: Vec::new(),
             next: 0,
@@ -109,31 +106,31 @@ impl NvramTable {
             self.next - 1
         });
         let bytes = r.encode();
-        self.writes.push_back(NvramWrite {
-            offset: Self::at(slot) + STATE_BYTES,
-            bytes: bytes[STATE_BYTES as usize..].to_vec(),
-        });
-        self.writes.push_back(NvramWrite {
-            offset: Self::at(slot),
-            bytes: bytes[..STATE_BYTES as usize].to_vec(),
-        });
+        self.writes.push_back(NvramWrite::literal(
+            Self::at(slot) + STATE_BYTES,
+            bytes[STATE_BYTES as usize..].to_vec(),
+        ));
+        self.writes.push_back(NvramWrite::literal(
+            Self::at(slot),
+            bytes[..STATE_BYTES as usize].to_vec(),
+        ));
         slot
     }
 
     /// Rewrites the fresh copies of the entry in `slot` (`r` is the piece it was inserted
     /// with).
     pub fn update(&mut self, slot: u32, r: &Record) {
-        self.writes.push_back(NvramWrite {
-            offset: Self::at(slot) + FRESH_AT,
-            bytes: r.fresh.to_le_bytes().to_vec(),
-        });
+        self.writes.push_back(NvramWrite::literal(
+            Self::at(slot) + FRESH_AT,
+            r.fresh.to_le_bytes().to_vec(),
+        ));
     }
 
     pub fn remove(&mut self, slot: u32) {
-        self.writes.push_back(NvramWrite {
-            offset: Self::at(slot),
-            bytes: vec![0; STATE_BYTES as usize],
-        });
+        self.writes.push_back(NvramWrite::literal(
+            Self::at(slot),
+            vec![0; STATE_BYTES as usize],
+        ));
         self.free.push(slot);
     }
 
@@ -232,7 +229,11 @@ mod tests {
 
     fn apply(image: &mut Vec<u8>, t: &mut NvramTable) {
         while let Some(w) = t.poll() {
-            put(image, w.offset, &w.bytes);
+            put(
+                image,
+                w.offset,
+                w.as_literal().expect("a literal NVRAM write"),
+            );
         }
     }
 
@@ -293,12 +294,20 @@ mod tests {
         let writes: Vec<NvramWrite> = std::iter::from_fn(|| t.poll()).collect();
         for (i, w) in writes.iter().enumerate() {
             // The writes before it whole, then its first `cut` bytes (whole 4-byte words).
-            for cut in (0..w.bytes.len()).step_by(4) {
+            for cut in (0..w.as_literal().expect("a literal NVRAM write").len()).step_by(4) {
                 let mut img = image.clone();
                 for done in &writes[..i] {
-                    put(&mut img, done.offset, &done.bytes);
+                    put(
+                        &mut img,
+                        done.offset,
+                        done.as_literal().expect("a literal NVRAM write"),
+                    );
                 }
-                put(&mut img, w.offset, &w.bytes[..cut]);
+                put(
+                    &mut img,
+                    w.offset,
+                    &w.as_literal().expect("a literal NVRAM write")[..cut],
+                );
                 let records = parse(&img, &H).unwrap();
                 assert!(
                     records.is_empty()

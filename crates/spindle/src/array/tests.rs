@@ -757,11 +757,12 @@ fn recovery_from_the_nvram_table_leaves_every_copy_with_the_newest_acknowledged_
         let mut disks: DiskTags = vec![HashMap::new(); a.disk_count()];
         let mut image: Vec<u8> = Vec::new();
         let apply = |image: &mut Vec<u8>, w: NvramWrite| {
-            let end = w.offset as usize + w.bytes.len();
+            let end = w.offset as usize + w.as_literal().expect("a literal NVRAM write").len();
             if image.len() < end {
                 image.resize(end, 0);
             }
-            image[w.offset as usize..end].copy_from_slice(&w.bytes);
+            image[w.offset as usize..end]
+                .copy_from_slice(w.as_literal().expect("a literal NVRAM write"));
         };
         let mut acked: HashMap<u64, u64> = HashMap::new();
         let mut reqs: HashMap<u64, HostRequest> = HashMap::new();

@@ -48,6 +48,65 @@ pub enum Bytes {
     /// Controller metadata (the EW map log's appends and checkpoints): exactly `sectors`
     /// sectors of bytes.
     Meta(Vec<u8>),
+    /// A write of the XOR of `pieces` (parity arrays: new parity, a rebuilt unit).
+    Xor(Vec<Piece>),
+    /// A write of bytes kept in the NVRAM image from byte `offset` (a write cache's
+    /// block).
+    Nvram(u64),
+    /// A read answered with the XOR of `pieces` instead of one disk's copy (parity arrays:
+    /// a lost unit from the other disks of its stripe), into host request `id`'s buffer at
+    /// the move's `lba`. `copies` is empty: nothing is read on `disk`.
+    HostXor { id: u64, pieces: Vec<Piece> },
+}
+
+/// Part of an XOR: sectors `at .. at + sectors` of the result are XORed with `from`'s bytes
+/// (the result starts as zeros). A driver reads every piece's source as it is when the move
+/// is performed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Piece {
+    pub at: u32,
+    pub sectors: u32,
+    pub from: Source,
+}
+
+/// Where a piece's bytes come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Host write `id`'s bytes from array sector `lba`.
+    Host { id: u64, lba: u64 },
+    /// A disk's runs.
+    Disk { disk: usize, runs: CopyRuns },
+    /// The NVRAM image from byte `offset`.
+    Nvram(u64),
+}
+
+/// The XOR of `pieces` over `sectors` sectors, each source read through `read` (which
+/// fills its buffer with the source's bytes); for drivers and tests.
+pub fn xor_pieces(
+    pieces: &[Piece],
+    sectors: u32,
+    sector_bytes: u32,
+    read: &mut dyn FnMut(&Source, &mut [u8]) -> Result<(), String>,
+) -> Result<Vec<u8>, String> {
+    let sb = sector_bytes as usize;
+    let mut out = vec![0u8; sectors as usize * sb];
+    let mut buf = Vec::new();
+    for p in pieces {
+        let (a, n) = (p.at as usize * sb, p.sectors as usize * sb);
+        if a + n > out.len() {
+            return Err(format!(
+                "an XOR piece ends at sector {}, beyond {sectors}",
+                p.at + p.sectors
+            ));
+        }
+        buf.clear();
+        buf.resize(n, 0);
+        read(&p.from, &mut buf)?;
+        for (o, b) in out[a..a + n].iter_mut().zip(&buf) {
+            *o ^= b;
+        }
+    }
+    Ok(out)
 }
 
 /// The bytes one disk operation moves.
@@ -69,8 +128,23 @@ impl DataMove {
     pub fn is_consistent(&self, sector_bytes: u32) -> bool {
         let covers = |c: &CopyRuns| c.iter().map(|r| u64::from(r.sectors)).sum::<u64>();
         let want = u64::from(self.sectors);
+        let pieces_ok = |ps: &[Piece]| {
+            ps.iter().all(|p| {
+                p.at + p.sectors <= self.sectors
+                    && match &p.from {
+                        Source::Disk { runs, .. } => covers(runs) == u64::from(p.sectors),
+                        _ => true,
+                    }
+            })
+        };
+        if let Bytes::HostXor { pieces, .. } = &self.bytes {
+            return self.op == Op::Read && self.copies.is_empty() && pieces_ok(pieces);
+        }
         let bytes_ok = match &self.bytes {
             Bytes::Host(_) => true,
+            Bytes::Xor(pieces) => self.op == Op::Write && pieces_ok(pieces),
+            Bytes::Nvram(_) => self.op == Op::Write,
+            Bytes::HostXor { .. } => unreachable!("checked above"),
             Bytes::Copy { runs, .. } => covers(runs) == want && self.op == Op::Write,
             Bytes::Meta(b) => {
                 b.len() as u64 == want * u64::from(sector_bytes) && self.op == Op::Write
@@ -87,7 +161,34 @@ impl DataMove {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NvramWrite {
     pub offset: u64,
-    pub bytes: Vec<u8>,
+    pub bytes: NvramBytes,
+}
+
+/// What an NVRAM write stores.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NvramBytes {
+    /// These bytes (the controller's own records).
+    Literal(Vec<u8>),
+    /// The XOR of `pieces` over `sectors` sectors (a write cache's copy of host data — one
+    /// host piece — or its newly computed parity), read as the write is applied.
+    Xor { sectors: u32, pieces: Vec<Piece> },
+}
+
+impl NvramWrite {
+    pub fn literal(offset: u64, bytes: Vec<u8>) -> NvramWrite {
+        NvramWrite {
+            offset,
+            bytes: NvramBytes::Literal(bytes),
+        }
+    }
+
+    /// The literal bytes, for controllers that write only literals.
+    pub fn as_literal(&self) -> Option<&[u8]> {
+        match &self.bytes {
+            NvramBytes::Literal(b) => Some(b),
+            NvramBytes::Xor { .. } => None,
+        }
+    }
 }
 
 /// Why a controller could not recover from its NVRAM image and disks.

@@ -9,7 +9,10 @@ mod outbox;
 mod slab;
 
 pub use accounting::{Busy, Cause, CauseShares, DiskClock};
-pub use data::{Bytes, CopyRuns, DataMove, DiskReader, NvramWrite, RecoverError};
+pub use data::{
+    xor_pieces, Bytes, CopyRuns, DataMove, DiskReader, NvramBytes, NvramWrite, Piece, RecoverError,
+    Source,
+};
 pub use host::{HostSlot, HostTable};
 pub use outbox::Outbox;
 pub use slab::Slab;

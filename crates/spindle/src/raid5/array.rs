@@ -27,6 +27,7 @@
 //! cache. Parity arrays run their drives without the drive's own buffer, as the paper's
 //! simulator does (and as replicated layouts do): the controller's caches stand in for it.
 
+mod data;
 mod degraded;
 mod destage;
 
@@ -136,6 +137,8 @@ struct StripeUpdate {
     written: Vec<Access1>,
     /// Operations of the current phase not yet done.
     left: u32,
+    /// With data moves on: the write phase's moves, parity first.
+    moves: Vec<crate::engine::DataMove>,
 }
 
 struct InFlight {
@@ -227,6 +230,7 @@ pub struct Raid5Array {
     counts: UpdateCounts,
     pieces: Vec<UnitPiece>,
     failure: Option<degraded::Failure>,
+    data: Option<Box<data::DataState>>,
 }
 
 impl Raid5Array {
@@ -328,6 +332,7 @@ impl Raid5Array {
                 Some(f) => Some(degraded::Failure::new(f, &cfg.layout, sector)?),
                 None => None,
             },
+            data: None,
         })
     }
 
@@ -421,6 +426,7 @@ impl Raid5Array {
                             writes: Vec::new(),
                             written: Vec::new(),
                             left: 0,
+                            moves: Vec::new(),
                         });
                         self.enqueue_stripe_work(now, key, StripeWork::Update(u));
                     }
@@ -494,6 +500,8 @@ impl Raid5Array {
     /// every surviving unit's rows; a lost untouched unit forces a read-modify-write.
     fn plan(&mut self, u: usize) {
         let pieces = std::mem::take(&mut self.updates[u].pieces);
+        let full = pieces.iter().map(|p| u64::from(p.sectors)).sum::<u64>()
+            == u64::from(self.layout.width() - 1) * u64::from(self.layout.unit_sectors());
         let key = self.updates[u].key;
         let lost = self.lost_disk(key);
         let (group, stripe) = key;
@@ -591,6 +599,18 @@ impl Raid5Array {
         if let Some(x) = lost {
             writes.retain(|w| w.0 != x);
         }
+        let parity_write = writes
+            .iter()
+            .find(|w| w.0 == parity)
+            .map(|&(d, lba, n)| (d, (lba - base) as u32, n));
+        self.prepare_update(
+            u,
+            &pieces,
+            parity_write,
+            lost,
+            full,
+            kind == UpdateKind::ReconstructWrite,
+        );
         let upd = &mut self.updates[u];
         upd.reads = reads;
         upd.writes = writes;
@@ -616,6 +636,9 @@ impl Raid5Array {
             _ => unreachable!("only a classic update has phases here"),
         };
         self.updates[u].left = list.len() as u32;
+        if op == Op::Write {
+            self.describe_writes(u);
+        }
         for (disk, lba, sectors) in list {
             self.queue_op(now, kind, None, disk, op, lba, sectors);
         }
@@ -688,6 +711,11 @@ impl Raid5Array {
             }
         };
         let (kind, op) = (self.ops[id].kind, self.ops[id].op);
+        if kind == Kind::Read {
+            let o = &self.ops[id];
+            let (slot, lba, sectors) = (o.slot.expect("a host read"), o.lba, o.sectors);
+            self.describe_read(slot, disk, lba, sectors);
+        }
         let mut runs = Vec::with_capacity(1 + batch.len());
         for &o in std::iter::once(&id).chain(&batch) {
             runs.push(Run {
@@ -751,6 +779,7 @@ impl Raid5Array {
                     self.updates[u].left -= 1;
                     if self.updates[u].left == 0 {
                         let done = self.updates.remove(u);
+                        self.update_done(&done);
                         self.invalidate_written(&done.written);
                         self.part_done(now, done.slot, &f);
                         self.release_stripe(now, done.key);
@@ -851,6 +880,26 @@ impl Engine for Raid5Array {
 
     fn rebuild(&self) -> Option<crate::engine::RebuildStatus> {
         self.rebuild_status()
+    }
+
+    fn enable_data_moves(&mut self) -> bool {
+        self.enable_data()
+    }
+
+    fn poll_data(&mut self) -> Option<crate::engine::DataMove> {
+        self.next_move()
+    }
+
+    fn poll_nvram(&mut self) -> Option<crate::engine::NvramWrite> {
+        self.next_nvram()
+    }
+
+    fn recover(
+        &mut self,
+        nvram: &[u8],
+        _read: &mut crate::engine::DiskReader<'_>,
+    ) -> Result<Vec<crate::engine::DataMove>, crate::engine::RecoverError> {
+        self.recover_image(nvram)
     }
 
     fn counters(&self, disk: usize) -> DiskCounters {

@@ -178,7 +178,7 @@ impl EwArray {
 
     fn push_nvram(&mut self, offset: u64, bytes: Vec<u8>) {
         let d = self.data.as_mut().expect("data on");
-        d.nvram.push_back(NvramWrite { offset, bytes });
+        d.nvram.push_back(NvramWrite::literal(offset, bytes));
     }
 
     /// Moves the map log's NVRAM writes to the image, after whatever was written before.

@@ -103,11 +103,11 @@ impl Disks {
 }
 
 fn apply_nvram(image: &mut Vec<u8>, w: &NvramWrite) {
-    let end = w.offset as usize + w.bytes.len();
+    let end = w.offset as usize + w.as_literal().expect("a literal NVRAM write").len();
     if image.len() < end {
         image.resize(end, 0);
     }
-    image[w.offset as usize..end].copy_from_slice(&w.bytes);
+    image[w.offset as usize..end].copy_from_slice(w.as_literal().expect("a literal NVRAM write"));
 }
 
 #[derive(Default, Debug)]
@@ -226,6 +226,7 @@ impl Harness {
                     Bytes::Copy { .. } => self.stats.copies_moved += 1,
                     Bytes::Meta(_) => self.stats.meta_moves += 1,
                     Bytes::Host(_) => {}
+                    other => panic!("{}: the EW-Array moves no {other:?}", self.what),
                 }
                 if let Some(tags) = self.disks.apply(&mv, None) {
                     let Bytes::Host(id) = mv.bytes else {

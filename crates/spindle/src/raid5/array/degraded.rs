@@ -241,6 +241,11 @@ impl Raid5Array {
                 f.step_left = Some(1);
                 let lba = self.layout.stripe_lba(stripe);
                 let unit = self.layout.unit_sectors();
+                let first = (group * self.layout.width()) as usize;
+                let survivors: Vec<usize> = (first..first + self.layout.width() as usize)
+                    .filter(|&d| d != lost)
+                    .collect();
+                self.describe_rebuild(lost, &survivors, stripe);
                 self.queue_op(now, Kind::RebuildWrite, None, lost, Op::Write, lba, unit);
             }
             Kind::RebuildWrite => {
@@ -295,6 +300,12 @@ impl Raid5Array {
             vec![disk]
         };
         self.failure.as_mut().expect("a failure").recons[j].left = others.len() as u32;
+        let slot = self.failure.as_ref().expect("a failure").recons[j].slot;
+        if others.len() == 1 {
+            self.describe_read(slot, disk, lba, sectors);
+        } else {
+            self.describe_recon(slot, disk, &others, lba, sectors);
+        }
         for d in others {
             self.queue_op(now, Kind::ReconRead(j), None, d, Op::Read, lba, sectors);
         }

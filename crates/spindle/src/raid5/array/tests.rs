@@ -3,6 +3,7 @@ use crate::drive::builtin_drive;
 use crate::engine::Completion;
 use crate::raid5::ParityRotation;
 
+mod data;
 mod degraded;
 
 /// HP 97560s in `groups` parity groups of `width`, stripe units of `unit` sectors, FCFS

@@ -1,0 +1,556 @@
+//! The parity controller's bytes, checked against a model of the disks changed only by its
+//! data moves and an NVRAM image changed only by its NVRAM writes. Every sector holds a
+//! fingerprint (a host write's is a hash of its id and the sector's address, never 0; an
+//! unwritten sector is 0) repeated over its bytes, so XORs of sectors are XORs of
+//! fingerprints: after any run, every stripe's parity must be the XOR of its data, and every
+//! read must return a write it may see.
+
+use super::*;
+use crate::engine::{xor_pieces, Bytes, DataMove, NvramBytes, NvramWrite, Source};
+
+const SB: usize = 512;
+
+fn fingerprint(id: u64, sector: u64) -> u64 {
+    let mut z = (id << 40) ^ sector ^ 0x9e37_79b9_7f4a_7c15;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) | 1
+}
+
+fn fill(buf: &mut [u8], fps: impl Iterator<Item = u64>) {
+    for (chunk, fp) in buf.chunks_mut(SB).zip(fps) {
+        for w in chunk.chunks_mut(8) {
+            w.copy_from_slice(&fp.to_le_bytes());
+        }
+    }
+}
+
+/// The fingerprints of `buf`'s sectors (each must be one repeated).
+fn fingerprints(buf: &[u8]) -> Vec<u64> {
+    buf.chunks(SB)
+        .map(|c| {
+            let fp = u64::from_le_bytes(c[..8].try_into().unwrap());
+            assert!(
+                c.chunks(8).all(|w| w == fp.to_le_bytes()),
+                "a sector is not one fingerprint"
+            );
+            fp
+        })
+        .collect()
+}
+
+/// A write's life, for what a read may return.
+#[derive(Clone, Copy, Debug)]
+struct Write {
+    id: u64,
+    arrival: Nanos,
+    ack: Option<Nanos>,
+}
+
+#[derive(Default)]
+struct Model {
+    disks: Vec<HashMap<u64, u64>>,
+    nvram: Vec<u8>,
+    /// Live host writes: id → (first sector, sectors).
+    live: HashMap<u64, (u64, u32)>,
+    /// Writes per array sector, in arrival order.
+    writes: HashMap<u64, Vec<Write>>,
+    /// Reads in flight: id → (arrival, first sector, fingerprints got).
+    reads: HashMap<u64, (Nanos, u64, Vec<Option<u64>>)>,
+    /// What each array sector held before the run (random, parity consistent).
+    initial: HashMap<u64, u64>,
+    checked_reads: u64,
+    xor_moves: u64,
+    recon_reads: u64,
+}
+
+impl Model {
+    fn read_source(&self, from: &Source, buf: &mut [u8]) -> Result<(), String> {
+        match from {
+            Source::Host { id, lba } => {
+                let (first, n) = self.live[id];
+                assert!(*lba >= first && lba + (buf.len() / SB) as u64 <= first + u64::from(n));
+                fill(buf, (*lba..).map(|s| fingerprint(*id, s)));
+            }
+            Source::Disk { disk, runs } => {
+                let d = &self.disks[*disk];
+                let secs = runs
+                    .iter()
+                    .flat_map(|r| r.lba..r.lba + u64::from(r.sectors));
+                fill(buf, secs.map(|s| d.get(&s).copied().unwrap_or(0)));
+            }
+            Source::Nvram(offset) => {
+                let o = *offset as usize;
+                for (i, b) in buf.iter_mut().enumerate() {
+                    *b = self.nvram.get(o + i).copied().unwrap_or(0);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn xor(&self, pieces: &[crate::engine::Piece], sectors: u32) -> Vec<u64> {
+        let b = xor_pieces(pieces, sectors, SB as u32, &mut |f, buf| {
+            self.read_source(f, buf)
+        })
+        .expect("an XOR of live sources");
+        fingerprints(&b)
+    }
+
+    fn apply_nvram(&mut self, w: &NvramWrite) {
+        let bytes = match &w.bytes {
+            NvramBytes::Literal(b) => b.clone(),
+            NvramBytes::Xor { sectors, pieces } => {
+                let fps = self.xor(pieces, *sectors);
+                let mut b = vec![0; fps.len() * SB];
+                fill(&mut b, fps.into_iter());
+                b
+            }
+        };
+        let end = w.offset as usize + bytes.len();
+        if self.nvram.len() < end {
+            self.nvram.resize(end, 0);
+        }
+        self.nvram[w.offset as usize..end].copy_from_slice(&bytes);
+    }
+
+    fn write_runs(&mut self, disk: usize, runs: &[crate::drive::Run], fps: &[u64]) {
+        let secs = runs
+            .iter()
+            .flat_map(|r| r.lba..r.lba + u64::from(r.sectors));
+        for (s, fp) in secs.zip(fps) {
+            self.disks[disk].insert(s, *fp);
+        }
+    }
+
+    fn apply(&mut self, mv: &DataMove) {
+        assert!(mv.is_consistent(SB as u32), "{mv:?}");
+        match (&mv.op, &mv.bytes) {
+            (Op::Read, Bytes::Host(id)) => {
+                let d = &self.disks[mv.disk];
+                let fps: Vec<u64> = mv.copies[0]
+                    .iter()
+                    .flat_map(|r| r.lba..r.lba + u64::from(r.sectors))
+                    .map(|s| d.get(&s).copied().unwrap_or(0))
+                    .collect();
+                self.got(*id, mv.lba, &fps);
+            }
+            (Op::Read, Bytes::HostXor { id, pieces }) => {
+                self.recon_reads += 1;
+                let fps = self.xor(pieces, mv.sectors);
+                self.got(*id, mv.lba, &fps);
+            }
+            (Op::Write, Bytes::Host(id)) => {
+                let fps: Vec<u64> = (mv.lba..mv.lba + u64::from(mv.sectors))
+                    .map(|s| fingerprint(*id, s))
+                    .collect();
+                for c in &mv.copies {
+                    self.write_runs(mv.disk, c, &fps);
+                }
+            }
+            (Op::Write, Bytes::Xor(pieces)) => {
+                self.xor_moves += 1;
+                let fps = self.xor(pieces, mv.sectors);
+                for c in &mv.copies {
+                    self.write_runs(mv.disk, c, &fps);
+                }
+            }
+            (op, b) => panic!("the parity controller moved {op:?} {b:?}"),
+        }
+    }
+
+    fn got(&mut self, id: u64, lba: u64, fps: &[u64]) {
+        let (_, first, got) = self.reads.get_mut(&id).expect("a live read");
+        for (i, fp) in fps.iter().enumerate() {
+            let at = (lba - *first) as usize + i;
+            assert!(
+                got[at].is_none(),
+                "read {id}: sector {} read twice",
+                lba + i as u64
+            );
+            got[at] = Some(*fp);
+        }
+    }
+
+    /// The fingerprints sector `s` may hold for a reader that began at `from` and ended at
+    /// `to`: the last write acknowledged before `from` (0 if none), or any write that
+    /// arrived before `to` and was not acknowledged before `from`.
+    fn allowed(&self, s: u64, from: Nanos, to: Nanos) -> Vec<u64> {
+        let ws = self.writes.get(&s).map_or(&[][..], |v| &v[..]);
+        let before = self.initial.get(&s).copied().unwrap_or(0);
+        let last = ws
+            .iter()
+            .filter(|w| w.ack.is_some_and(|a| a <= from))
+            .max_by_key(|w| w.ack)
+            .map_or(before, |w| fingerprint(w.id, s));
+        let mut ok = vec![last];
+        ok.extend(
+            ws.iter()
+                .filter(|w| w.arrival < to && w.ack.is_none_or(|a| a > from))
+                .map(|w| fingerprint(w.id, s)),
+        );
+        ok
+    }
+
+    /// What sector `s` may hold when nothing is in flight any more (or at a crash, `now`):
+    /// a write not superseded by a later one acknowledged by then (or 0).
+    fn allowed_at_rest(&self, s: u64, now: Nanos) -> Vec<u64> {
+        let ws = self.writes.get(&s).map_or(&[][..], |v| &v[..]);
+        let acked_later = |w: &Write| {
+            ws.iter()
+                .any(|x| x.ack.is_some_and(|a| a <= now) && w.ack.is_some_and(|wa| x.arrival > wa))
+        };
+        let mut ok: Vec<u64> = ws
+            .iter()
+            .filter(|w| !acked_later(w))
+            .map(|w| fingerprint(w.id, s))
+            .collect();
+        if !ws.iter().any(|w| w.ack.is_some_and(|a| a <= now)) {
+            ok.push(self.initial.get(&s).copied().unwrap_or(0));
+        }
+        ok
+    }
+}
+
+/// A model of `a`'s disks holding random data and its parity.
+fn prefilled(a: &Raid5Array, rng: &mut Pcg64Mcg) -> Model {
+    let mut m = Model {
+        disks: vec![HashMap::new(); a.disk_count()],
+        ..Model::default()
+    };
+    let l = a.layout();
+    for g in 0..l.groups() {
+        for s in 0..l.stripes() {
+            let lba = l.stripe_lba(s);
+            for o in 0..l.unit_sectors() {
+                let mut parity = 0;
+                for k in 0..l.width() - 1 {
+                    let fp: u64 = rng.gen::<u64>() | 1;
+                    parity ^= fp;
+                    m.disks[l.data_disk(g, s, k)].insert(lba + u64::from(o), fp);
+                    m.initial.insert(l.logical(g, s, k, o), fp);
+                }
+                m.disks[l.parity_disk(g, s)].insert(lba + u64::from(o), parity);
+            }
+        }
+    }
+    m
+}
+
+/// Runs `reqs` on `a` with data moves on, performing every move and NVRAM write on `m` in
+/// the order polled and checking each read as it is answered; stops after `crash_after`
+/// NVRAM writes and moves if given (a crash between any two, as power can fail between
+/// any two writes). Returns the instant of the last event.
+fn run(a: &mut Raid5Array, m: &mut Model, reqs: &[HostRequest], crash_after: Option<u64>) -> Nanos {
+    use std::cmp::Reverse;
+    let mut heap = std::collections::BinaryHeap::new();
+    let mut next = reqs.iter().peekable();
+    let mut effects = 0u64;
+    let mut now = Nanos::ZERO;
+    loop {
+        loop {
+            while let Some(w) = a.poll_nvram() {
+                effects += 1;
+                if crash_after.is_some_and(|n| effects > n) {
+                    return now;
+                }
+                m.apply_nvram(&w);
+            }
+            while let Some(mv) = a.poll_data() {
+                effects += 1;
+                if crash_after.is_some_and(|n| effects > n) {
+                    return now;
+                }
+                m.apply(&mv);
+            }
+            match a.poll_action() {
+                Some(Action::DiskBusy { disk, until }) => heap.push(Reverse((until, disk))),
+                Some(Action::Wake { at }) => heap.push(Reverse((at, WAKE))),
+                Some(Action::Complete(c)) => {
+                    if c.op == Op::Write {
+                        let (first, n) = m.live.remove(&c.id).expect("a live write");
+                        for s in first..first + u64::from(n) {
+                            let w = m.writes.get_mut(&s).unwrap();
+                            w.iter_mut().find(|w| w.id == c.id).unwrap().ack = Some(c.done);
+                        }
+                    } else {
+                        let (arrival, first, got) = m.reads.remove(&c.id).expect("a live read");
+                        for (i, fp) in got.into_iter().enumerate() {
+                            let s = first + i as u64;
+                            let fp = fp
+                                .unwrap_or_else(|| panic!("read {}: sector {s} never read", c.id));
+                            let ok = m.allowed(s, arrival, c.done);
+                            assert!(
+                                ok.contains(&fp),
+                                "read {} of sector {s} got {fp:#x}, may get {ok:#x?}",
+                                c.id
+                            );
+                            m.checked_reads += 1;
+                        }
+                    }
+                }
+                None => break,
+            }
+        }
+        let disk_t = heap.peek().map(|Reverse((t, _))| *t);
+        let host_first = match (next.peek(), disk_t) {
+            (None, None) => return now,
+            (Some(r), Some(t)) => r.arrival <= t,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+        };
+        if host_first {
+            let r = *next.next().unwrap();
+            now = r.arrival;
+            if r.op == Op::Write {
+                m.live.insert(r.id, (r.lba, r.sectors));
+                for s in r.lba..r.lba + u64::from(r.sectors) {
+                    m.writes.entry(s).or_default().push(Write {
+                        id: r.id,
+                        arrival: r.arrival,
+                        ack: None,
+                    });
+                }
+            } else {
+                m.reads
+                    .insert(r.id, (r.arrival, r.lba, vec![None; r.sectors as usize]));
+            }
+            a.handle(r.arrival, Event::Host(r));
+        } else {
+            let Reverse((t, disk)) = heap.pop().unwrap();
+            now = t;
+            if disk == WAKE {
+                a.handle(t, Event::Wake);
+            } else {
+                a.handle(t, Event::DiskDone { disk });
+            }
+        }
+    }
+}
+
+/// Every stripe's parity is the XOR of its data, on every disk but `lost` (a stripe whose
+/// unit on it is not rebuilt is skipped).
+fn assert_parity(a: &Raid5Array, m: &Model, skip_disk: Option<usize>) {
+    let l = a.layout();
+    let unit = u64::from(l.unit_sectors());
+    for g in 0..l.groups() {
+        for s in 0..l.stripes() {
+            let disks: Vec<usize> = (0..l.width() - 1)
+                .map(|k| l.data_disk(g, s, k))
+                .chain(std::iter::once(l.parity_disk(g, s)))
+                .collect();
+            if skip_disk.is_some_and(|x| disks.contains(&x)) {
+                continue;
+            }
+            for o in 0..unit {
+                let lba = l.stripe_lba(s) + o;
+                let x = disks
+                    .iter()
+                    .map(|&d| m.disks[d].get(&lba).copied().unwrap_or(0))
+                    .fold(0, |x, y| x ^ y);
+                assert_eq!(
+                    x, 0,
+                    "group {g} stripe {s} row {o}: parity is not the XOR of the data"
+                );
+            }
+        }
+    }
+}
+
+/// Every array sector holds a write it may hold at rest (read through the layout).
+fn assert_contents(a: &Raid5Array, m: &Model, now: Nanos, what: &str) {
+    let l = a.layout();
+    let sectors: Vec<u64> = m.initial.keys().chain(m.writes.keys()).copied().collect();
+    for s in sectors {
+        let mut pieces = Vec::new();
+        l.pieces(s, 1, &mut pieces);
+        let p = pieces[0];
+        let d = l.data_disk(p.group, p.stripe, p.unit);
+        let lba = l.stripe_lba(p.stripe) + u64::from(p.offset);
+        let fp = m.disks[d].get(&lba).copied().unwrap_or(0);
+        let ok = m.allowed_at_rest(s, now);
+        assert!(
+            ok.contains(&fp),
+            "{what}: sector {s} holds {fp:#x}, may hold {ok:#x?}"
+        );
+    }
+}
+
+/// Random reads and writes on a small array: hot spots (same stripes, re-writes) and
+/// anywhere, single sectors to two units, in bursts.
+fn workload(cap: u64, rng: &mut Pcg64Mcg, n: u64) -> Vec<HostRequest> {
+    let mut t = 0;
+    (0..n)
+        .map(|i| {
+            t += if rng.gen_bool(0.3) {
+                0
+            } else {
+                rng.gen_range(0..8_000_000)
+            };
+            let op = if rng.gen_bool(0.5) {
+                Op::Read
+            } else {
+                Op::Write
+            };
+            let sectors = rng.gen_range(1..=40u32);
+            let span = if rng.gen_bool(0.5) { 600 } else { cap };
+            let lba = rng.gen_range(0..span.min(cap) - u64::from(sectors));
+            req(i, op, lba, sectors, t)
+        })
+        .collect()
+}
+
+fn small(rotation: ParityRotation, seed: u64, failure: Option<FailureConfig>) -> Raid5Array {
+    build_failing((2, 4, 16), Some(24_000), rotation, None, seed, failure)
+}
+
+#[test]
+fn parity_is_the_xor_of_the_data_and_reads_see_acknowledged_writes_through_failure_and_rebuild() {
+    let rotations = [
+        ParityRotation::LeftSymmetric,
+        ParityRotation::LeftAsymmetric,
+        ParityRotation::RightSymmetric,
+        ParityRotation::Dedicated,
+    ];
+    let (mut recon, mut xors, mut reads) = (0, 0, 0);
+    for case in 0..24u64 {
+        let mut rng = Pcg64Mcg::seed_from_u64(500 + case);
+        let rotation = rotations[case as usize % rotations.len()];
+        // A third healthy, a third failing mid-run and rebuilt, a third failing for good.
+        let failure = match case % 3 {
+            0 => None,
+            k => Some(FailureConfig {
+                disk: rng.gen_range(0..8),
+                at: Nanos(rng.gen_range(0..1_000_000_000)),
+                rebuild: k == 1,
+                rate_bytes_per_s: rng.gen_bool(0.5).then_some(2e6),
+            }),
+        };
+        let mut a = small(rotation, case, failure.clone());
+        assert!(a.enable_data_moves());
+        let mut m = prefilled(&a, &mut rng);
+        let reqs = workload(a.capacity_sectors(), &mut rng, 400);
+        let end = run(&mut a, &mut m, &reqs, None);
+        assert_eq!(a.outstanding(), 0, "case {case}");
+        let lost = match &failure {
+            Some(f) if !f.rebuild => Some(f.disk),
+            _ => None,
+        };
+        if let Some(f) = &failure {
+            let s = a.rebuild_status().expect("failed");
+            assert_eq!(s.done.is_some(), f.rebuild, "case {case}: {s:?}");
+        }
+        assert_parity(&a, &m, lost);
+        if lost.is_none() {
+            assert_contents(&a, &m, end, &format!("case {case}"));
+        }
+        recon += m.recon_reads;
+        xors += m.xor_moves;
+        reads += m.checked_reads;
+    }
+    // The test exercised what it claims to.
+    assert!(
+        recon > 100 && xors > 1000 && reads > 10_000,
+        "{recon} {xors} {reads}"
+    );
+}
+
+#[test]
+fn a_crash_anywhere_leaves_consistent_parity_after_recovery_and_every_acknowledged_write() {
+    let mut repaired = 0;
+    for case in 0..60u64 {
+        let mut rng = Pcg64Mcg::seed_from_u64(900 + case);
+        let rotation =
+            [ParityRotation::LeftSymmetric, ParityRotation::Dedicated][case as usize % 2];
+        let mut a = small(rotation, case, None);
+        assert!(a.enable_data_moves());
+        let mut m = prefilled(&a, &mut rng);
+        let reqs = workload(a.capacity_sectors(), &mut rng, 200);
+        let crash = rng.gen_range(1..600);
+        let now = run(&mut a, &mut m, &reqs, Some(crash));
+        // Power fails: the disks and the NVRAM image are what the moves and NVRAM writes
+        // made them. A new controller recovers from them.
+        let mut b = small(rotation, case, None);
+        assert!(b.enable_data_moves());
+        let image = std::mem::take(&mut m.nvram);
+        let mut read = |_: usize, _: &[crate::drive::Run], _: &mut [u8]| Ok(());
+        let repairs = b
+            .recover(&image, &mut read)
+            .expect("a clean image recovers");
+        repaired += repairs.len();
+        for mv in &repairs {
+            m.apply(mv);
+        }
+        while let Some(w) = b.poll_nvram() {
+            m.apply_nvram(&w);
+        }
+        assert_parity(&b, &m, None);
+        assert_contents(
+            &b,
+            &m,
+            now,
+            &format!("case {case} after a crash at event {crash}"),
+        );
+    }
+    assert!(
+        repaired > 20,
+        "crashes found stripes mid-update: {repaired}"
+    );
+}
+
+#[test]
+fn malformed_or_foreign_nvram_images_are_refused() {
+    let mut a = small(ParityRotation::LeftSymmetric, 1, None);
+    assert!(a.enable_data_moves());
+    let mut m = Model {
+        disks: vec![HashMap::new(); a.disk_count()],
+        ..Model::default()
+    };
+    let mut rng = Pcg64Mcg::seed_from_u64(3);
+    let reqs = workload(a.capacity_sectors(), &mut rng, 50);
+    run(&mut a, &mut m, &reqs, Some(40));
+    let mut read = |_: usize, _: &[crate::drive::Run], _: &mut [u8]| Ok(());
+    let fresh = || {
+        let mut b = small(ParityRotation::LeftSymmetric, 1, None);
+        b.enable_data_moves();
+        b
+    };
+    assert!(fresh().recover(&m.nvram, &mut read).is_ok());
+    // Another array's image.
+    let mut other = build_failing(
+        (1, 5, 16),
+        Some(24_000),
+        ParityRotation::LeftSymmetric,
+        None,
+        1,
+        None,
+    );
+    assert!(other.enable_data_moves());
+    let e = other.recover(&m.nvram, &mut read).unwrap_err();
+    assert!(e.0.contains("different parity array"), "{e}");
+    let mut bad = m.nvram.clone();
+    bad[0] ^= 0xff;
+    assert!(fresh()
+        .recover(&bad, &mut read)
+        .unwrap_err()
+        .0
+        .contains("magic"));
+    let mut bad = m.nvram.clone();
+    bad.resize(32 + 16, 0);
+    bad[32] = 7;
+    assert!(fresh()
+        .recover(&bad, &mut read)
+        .unwrap_err()
+        .0
+        .contains("slot 0"));
+    // A cached array has no bytes yet: data moves are refused, not faked.
+    let mut c = cached(
+        crate::cache::DestagePolicy::Fcfs,
+        16,
+        16,
+        3,
+        ParityRotation::LeftSymmetric,
+        1,
+    );
+    assert!(!c.enable_data_moves());
+}
