@@ -456,7 +456,7 @@ impl<'a> Importer<'a> {
                 let (org, devices) = logorg::the_logorg(self.path, top).map_err(|e| {
                     DiskSimError {
                         msg: format!(
-                            "{} disks ({}): spindle imports several disks only as the members                              of one array: {}",
+                            "{} disks ({}): spindle imports several disks only as the members of one array: {}",
                             disks.len(),
                             disks.join(", "),
                             e.msg
@@ -469,7 +469,7 @@ impl<'a> Importer<'a> {
                         "instantiate",
                         d,
                         format!(
-                            "disk {d} is not a member of disksim_logorg {}: spindle imports                              several disks only as the members of one array",
+                            "disk {d} is not a member of disksim_logorg {}: spindle imports several disks only as the members of one array",
                             org.name
                         ),
                     ));
@@ -502,7 +502,7 @@ impl<'a> Importer<'a> {
                         "topology",
                         disk,
                         format!(
-                            "its buses and controllers give a per-block transfer time of                              {rd}/{wr} ms (read/write), {d0}'s give {r0}/{w0}: spindle's array                              disks are one drive model"
+                            "its buses and controllers give a per-block transfer time of {rd}/{wr} ms (read/write), {d0}'s give {r0}/{w0}: spindle's array disks are one drive model"
                         ),
                     ));
                 }
@@ -526,7 +526,7 @@ impl<'a> Importer<'a> {
             self.prov.insert(
                 "not_carried.shared_interconnect".into(),
                 format!(
-                    "DISKSIM:{}: the array's disks share {}; DiskSim serialises their transfers                      on an exclusive bus, spindle gives each disk its own interface",
+                    "DISKSIM:{}: the array's disks share {}; DiskSim serialises their transfers on an exclusive bus, spindle gives each disk its own interface",
                     file_name(self.path),
                     shared.join("; ")
                 ),
