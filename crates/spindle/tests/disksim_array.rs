@@ -28,7 +28,10 @@ const UNIT: u64 = 64;
 
 /// The array: five Cheetah 9LPs, each on its own bus behind one pass-through controller,
 /// rotated parity (type 4, right symmetric) in 64-block units.
-fn array_parv(diskspecs: &Path, redundancy: &str) -> String {
+fn array_parv(diskspecs: &Path, redundancy: &str, disks: usize) -> String {
+    let buses: Vec<String> = (0..disks)
+        .map(|i| format!("disksim_bus bus{} [ disksim_disk disk{i} [] ]", i + 1))
+        .collect();
     format!(
         "disksim_iodriver DRIVER0 {{ type = 1, Constant access time = 0.0,\n\
            Scheduler = disksim_ioqueue {{ Scheduling policy = 1, Cylinder mapping strategy = 1,\n\
@@ -43,21 +46,21 @@ fn array_parv(diskspecs: &Path, redundancy: &str) -> String {
          disksim_ctlr CTLR0 {{ type = 1, Scale for delays = 0.0, Bulk sector transfer time = 0.0,\n\
            Maximum queue length = 0, Print stats = 0 }}\n\
          source {}\n\
-         instantiate [ bus0 .. bus5 ] as BUS0\n\
-         instantiate [ disk0 .. disk4 ] as SEAGATE_ST39102LW_validate\n\
+         instantiate [ bus0 .. bus{disks} ] as BUS0\n\
+         instantiate [ disk0 .. disk{last} ] as SEAGATE_ST39102LW_validate\n\
          instantiate [ driver0 ] as DRIVER0\n\
          instantiate [ ctlr0 ] as CTLR0\n\
          topology disksim_iodriver driver0 [ disksim_bus bus0 [ disksim_ctlr ctlr0 [\n\
-           disksim_bus bus1 [ disksim_disk disk0 [] ], disksim_bus bus2 [ disksim_disk disk1 [] ],\n\
-           disksim_bus bus3 [ disksim_disk disk2 [] ], disksim_bus bus4 [ disksim_disk disk3 [] ],\n\
-           disksim_bus bus5 [ disksim_disk disk4 [] ] ] ] ]\n\
+           {} ] ] ]\n\
          disksim_logorg org0 {{\n\
            Addressing mode = Array, Distribution scheme = Striped,\n\
-           Redundancy scheme = {redundancy}, devices = [ disk0 .. disk4 ],\n\
+           Redundancy scheme = {redundancy}, devices = [ disk0 .. disk{last} ],\n\
            Stripe unit = {UNIT}, Synch writes for safety = 1, Number of copies = 2,\n\
            Copy choice on read = 6, RMW vs. reconstruct = 0.5, Parity stripe unit = {UNIT},\n\
            Parity rotation type = 4, Time stamp interval = 0.0 }}\n",
-        diskspecs.display()
+        diskspecs.display(),
+        buses.join(",\n"),
+        last = disks - 1,
     )
 }
 
@@ -68,13 +71,35 @@ fn read_file(p: &str) -> Result<Vec<u8>, String> {
 /// Writes the .parv and runs a closed-loop write-only workload of `size` blocks aligned to
 /// `size` on it.
 fn run(name: &str, redundancy: &str, size: u64, extra: &str) -> Result<Report, String> {
+    run_on(name, redundancy, 5, size, extra)
+}
+
+fn run_on(
+    name: &str,
+    redundancy: &str,
+    disks: usize,
+    size: u64,
+    extra: &str,
+) -> Result<Report, String> {
+    let exp = experiment(name, redundancy, disks, size, extra)?;
+    exp.run(&read_file, &no_trace, &mut |_, _, _, _| {})
+        .map_err(|e| e.to_string())
+}
+
+fn experiment(
+    name: &str,
+    redundancy: &str,
+    disks: usize,
+    size: u64,
+    extra: &str,
+) -> Result<Experiment, String> {
     let dir = cheetah_dir().expect("checked by the caller");
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("disksim_array_{name}"));
     std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
     let parv = tmp.join("array.parv");
     std::fs::write(
         &parv,
-        array_parv(&dir.join("cheetah9LP.diskspecs"), redundancy),
+        array_parv(&dir.join("cheetah9LP.diskspecs"), redundancy, disks),
     )
     .map_err(|e| e.to_string())?;
     let text = format!(
@@ -84,9 +109,7 @@ fn run(name: &str, redundancy: &str, size: u64, extra: &str) -> Result<Report, S
         size * 512,
         size * 512
     );
-    let exp = Experiment::parse(&text, "disksim_array.toml", &[]).map_err(|e| e.to_string())?;
-    exp.run(&read_file, &no_trace, &mut |_, _, _, _| {})
-        .map_err(|e| e.to_string())
+    Experiment::parse(&text, "disksim_array.toml", &[]).map_err(|e| e.to_string())
 }
 
 /// Disk operations per host request over the whole run.
@@ -125,6 +148,41 @@ fn a_parity_rotated_parv_runs_as_a_raid5_of_its_five_disks() {
     // The same array as a dedicated parity disk is RAID-4.
     let raid4 = run("raid4", "Parity_disk", 4 * UNIT, "").unwrap();
     assert_eq!(raid4.layout, "raid-4 1x5");
+}
+
+#[test]
+fn noredun_and_shadowed_parvs_run_as_striping_and_raid10_over_whole_disks() {
+    if cheetah_dir().is_none() {
+        return;
+    }
+    // Striping: each one-unit write is one disk write.
+    let s = run_on("noredun", "Noredun", 4, UNIT, "").unwrap();
+    assert_eq!(s.disks_count, 4);
+    assert!(s.layout.starts_with("striping 4x1x1"), "{}", s.layout);
+    assert_eq!(ops_per_request(&s), 1.0);
+    // Two copies: every write goes to both (foreground writes).
+    let m = run_on("shadowed", "Shadowed", 4, UNIT, "").unwrap();
+    assert!(m.layout.starts_with("raid-10 2x1x2"), "{}", m.layout);
+    assert_eq!(ops_per_request(&m), 2.0);
+    // The data set is the whole disks in whole stripe units (DiskSim addresses every
+    // block), unless given.
+    for (scheme, columns) in [("Noredun", 4), ("Shadowed", 2)] {
+        let built = experiment("cap", scheme, 4, UNIT, "")
+            .unwrap()
+            .build_array(&read_file)
+            .unwrap();
+        let whole = built.disk_sectors / UNIT * UNIT * columns;
+        assert_eq!(built.engine.capacity_sectors(), whole, "{scheme}");
+    }
+    let e = run_on(
+        "dataset",
+        "Noredun",
+        4,
+        UNIT,
+        "data_set_bytes = 1_000_000_000_000",
+    )
+    .unwrap_err();
+    assert!(e.contains("data set"), "{e}");
 }
 
 #[test]
