@@ -208,6 +208,90 @@ mod tests {
         }
     }
 
+    /// A logorg over stub disks `{devices}`; the experiments below name a built-in drive.
+    fn parv(redundancy: &str, devices: &str) -> String {
+        format!(
+            "disksim_disk D {{ }}\ninstantiate [ disk0 .. disk4095 ] as D\n\
+             instantiate [ more0 .. more9 ] as D\n\
+             disksim_logorg org0 {{ Addressing mode = Array, Distribution scheme = Striped,\n\
+             Redundancy scheme = {redundancy}, devices = [ {devices} ], Stripe unit = 16,\n\
+             Synch writes for safety = 1, Number of copies = 2, Copy choice on read = 6,\n\
+             RMW vs. reconstruct = 0.5, Parity stripe unit = 16, Parity rotation type = 2 }}\n"
+        )
+    }
+
+    fn exp(toml: &str, parv_text: String) -> Result<crate::config::BuiltArray, String> {
+        let read = move |p: &str| -> Result<Vec<u8>, String> {
+            match p {
+                "dir/a.parv" => Ok(parv_text.clone().into_bytes()),
+                _ => Err(format!("{p}: no such file")),
+            }
+        };
+        let e = Experiment::parse(toml, "exp.toml", &[]).map_err(|e| e.to_string())?;
+        e.build_array(&read).map_err(|e| e.to_string())
+    }
+
+    fn fails(toml: &str, parv_text: String) -> String {
+        exp(toml, parv_text).err().expect("should be refused")
+    }
+
+    const WITH_DRIVE: &str = "[drive]\nmodel = \"hp97560\"\n[array]\nparv = \"dir/a.parv\"\n\
+                              [workload]\nkind = \"closed\"\n";
+
+    #[test]
+    fn an_experiment_runs_the_parvs_array_on_the_drive_it_names() {
+        let b = exp(WITH_DRIVE, parv("Parity_rotated", "disk0 .. disk5")).unwrap();
+        assert_eq!(b.layout_label, "raid-5 1x6");
+        assert_eq!(b.drive_id, "hp97560");
+        let b = exp(WITH_DRIVE, parv("Shadowed", "disk0 .. disk5")).unwrap();
+        assert!(
+            b.layout_label.starts_with("raid-10 3x1x2"),
+            "{}",
+            b.layout_label
+        );
+        // 16-block units over 3 columns, each a whole disk.
+        assert_eq!(b.engine.capacity_sectors(), b.disk_sectors / 16 * 16 * 3);
+    }
+
+    #[test]
+    fn errors_name_the_key_and_where_it_came_from() {
+        // Both here and in the .parv.
+        let twice = WITH_DRIVE.replace("[workload]", "layout = \"raid-4\"\n[workload]");
+        let e = fails(&twice, parv("Parity_disk", "disk0 .. disk4"));
+        assert_eq!(
+            e,
+            "exp.toml: line 5: array.layout: is set by the DiskSim array (array.parv dir/a.parv, \
+             disksim_logorg org0); give it in one place"
+        );
+        // A value the .parv sets that the array refuses: attributed to the .parv's line.
+        let e = fails(
+            WITH_DRIVE,
+            parv("Noredun", "disk0 .. disk4095, more0 .. more9"),
+        );
+        assert_eq!(
+            e,
+            "exp.toml: line 4: array.disks (from array.parv dir/a.parv, disksim_logorg org0): \
+             must be within 1..=4096, got 4106"
+        );
+        // The DiskSim file's own errors name it, its block, parameter and line.
+        let e = fails(WITH_DRIVE, parv("Parity_rotated", "disk0, disk1"));
+        assert!(
+            e.starts_with("exp.toml: line 4: array.parv: dir/a.parv: disksim_logorg org0: devices: line 5: Parity_rotated needs at least 3 devices"),
+            "{e}"
+        );
+        let e = fails(
+            WITH_DRIVE.replace("dir/a.parv", "dir/b.parv").as_str(),
+            String::new(),
+        );
+        assert!(
+            e.contains("array.parv: dir/b.parv: top level: file: cannot read"),
+            "{e}"
+        );
+        // No drive at all.
+        let e = fails("[workload]\nkind = \"closed\"\n", String::new());
+        assert!(e.contains("drive.model: missing"), "{e}");
+    }
+
     fn show(keys: &[(&str, toml::Value)]) -> String {
         keys.iter()
             .map(|(k, v)| format!("{k}={v}"))
