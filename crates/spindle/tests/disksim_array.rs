@@ -201,3 +201,247 @@ fn keys_given_twice_and_bad_arrays_are_errors_naming_the_key() {
         "{e}"
     );
 }
+
+/// DiskSim 4.0 built by `scripts/build_disksim_oracle.sh` (about 15 s), or `None` with the
+/// reason on stderr when the source or the compilers are missing (a failure instead with
+/// `SPINDLE_REQUIRE_DISKSIM=1`, as in crates/spindle-cli/tests/differential_disksim.rs).
+fn oracle() -> Option<PathBuf> {
+    // Built once per test binary: the tests run in parallel and share the folder.
+    static ORACLE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    ORACLE.get_or_init(build_oracle).clone()
+}
+
+fn build_oracle() -> Option<PathBuf> {
+    use std::process::Command;
+    let require = std::env::var("SPINDLE_REQUIRE_DISKSIM").is_ok_and(|v| v == "1");
+    let skip = |why: String| {
+        assert!(!require, "SPINDLE_REQUIRE_DISKSIM=1 but {why}");
+        eprintln!("skipped: {why}");
+        None
+    };
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let src = repo.join("../shared/tools/disksim-4.0/build.sh");
+    if !src.is_file() {
+        return skip(format!("no DiskSim source at {}", src.display()));
+    }
+    for tool in ["gcc", "make", "bison", "flex"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            return skip(format!("{tool} is missing"));
+        }
+    }
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("disksim_array_oracle");
+    let st = Command::new("bash")
+        .arg(repo.join("scripts/build_disksim_oracle.sh"))
+        .arg(&out)
+        .output()
+        .expect("running scripts/build_disksim_oracle.sh");
+    assert!(
+        st.status.success(),
+        "the DiskSim oracle did not build: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    Some(out)
+}
+
+/// DiskSim's bench file for a closed loop (one process, no think time, 60 % reads of 8
+/// blocks aligned to 8, uniform over the device) with its one disk replaced by a five-disk
+/// array of Cheetah 9LPs (`redundancy`), each behind its own controller and bus (DiskSim
+/// 4.0 crashes when a pass-through controller has several buses), over `capacity` blocks.
+fn disksim_array_parv(
+    bench: &str,
+    redundancy: &str,
+    disks: usize,
+    requests: u64,
+    capacity: u64,
+) -> String {
+    let head = &bench[..bench
+        .find("# SEAGATE_ST39102LW_validate")
+        .expect("bench layout")];
+    let tail = &bench[bench.find("disksim_pf Proc").expect("bench layout")..];
+    let kids: Vec<String> = (0..disks)
+        .map(|i| {
+            format!(
+                "disksim_ctlr ctlr{i} [ disksim_bus bus{} [ disksim_disk disk{i} [] ] ]",
+                i + 1
+            )
+        })
+        .collect();
+    let array = format!(
+        "source cheetah9LP.diskspecs\n\
+         instantiate [ statfoo ] as Stats\n\
+         instantiate [ bus0 .. bus{disks} ] as BUS1\n\
+         instantiate [ disk0 .. disk{last} ] as SEAGATE_ST39102LW_validate\n\
+         instantiate [ driver0 ] as DRIVER0\n\
+         instantiate [ ctlr0 .. ctlr{last} ] as CTLR0\n\
+         topology disksim_iodriver driver0 [ disksim_bus bus0 [\n{}\n] ]\n\
+         disksim_logorg org0 {{\n\
+           Addressing mode = Array, Distribution scheme = Striped,\n\
+           Redundancy scheme = {redundancy}, devices = [ disk0 .. disk{last} ],\n\
+           Stripe unit = {UNIT}, Synch writes for safety = 1, Number of copies = 2,\n\
+           Copy choice on read = 6, RMW vs. reconstruct = 0.5, Parity stripe unit = {UNIT},\n\
+           Parity rotation type = 1, Time stamp interval = 0.0 }}\n\n",
+        kids.join(",\n"),
+        last = disks - 1,
+    );
+    let tail = tail
+        .replace("devices = [ disk0 ]", "devices = [ org0 ]")
+        .replace(
+            "Storage capacity per device = 17783240",
+            &format!("Storage capacity per device = {capacity}"),
+        )
+        .replace(
+            "Number of I/O requests to generate = 1000000",
+            &format!("Number of I/O requests to generate = {requests}"),
+        );
+    format!("{head}{array}{tail}")
+}
+
+/// A field of DiskSim's output, e.g. "Overall I/O System Response time average".
+fn disksim_stat(out: &str, name: &str) -> f64 {
+    out.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} not in DiskSim's output"))
+}
+
+/// Mean response times (all, reads, writes; ms) of DiskSim and of spindle running the same
+/// five-disk `.parv` under the same closed loop, 20,000 requests each.
+struct Means {
+    disksim: [f64; 3],
+    spindle: [f64; 3],
+}
+
+fn differential(
+    oracle: &Path,
+    cheetah: &Path,
+    redundancy: &str,
+    disks: usize,
+    data_disks: u64,
+) -> Means {
+    let bench_file = cheetah.join("../../../tools/disksim-4.0/bench/synth_closed_qd1.parv");
+    let bench = std::fs::read_to_string(&bench_file).expect("DiskSim's bench file");
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("disksim_array_diff_{redundancy}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in [
+        "cheetah9LP.diskspecs",
+        "cheetah9LP.model",
+        "cheetah9LP.seek",
+    ] {
+        std::fs::copy(cheetah.join(f), dir.join(f)).unwrap();
+    }
+    std::fs::copy(oracle.join("statdefs"), dir.join("statdefs")).unwrap();
+    // The blocks both address: spindle's whole stripe units (277,863 per disk).
+    let capacity = 17_783_240 / UNIT * UNIT * data_disks;
+    let requests = 20_000;
+    std::fs::write(
+        dir.join("array.parv"),
+        disksim_array_parv(&bench, redundancy, disks, requests, capacity),
+    )
+    .unwrap();
+    let out = std::process::Command::new(oracle.join("bin/disksim"))
+        .args(["array.parv", "array.out", "ascii", "0", "1"])
+        .current_dir(&dir)
+        .output()
+        .expect("running DiskSim");
+    assert!(
+        out.status.success(),
+        "DiskSim failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = std::fs::read_to_string(dir.join("array.out")).unwrap();
+    let ds = |what: &str| disksim_stat(&report, &format!("Overall I/O System {what}"));
+    assert_eq!(ds("Total Requests handled"), requests as f64);
+    let disksim = [
+        ds("Response time average"),
+        ds("Critical Read Response time average"),
+        ds("Critical Write Response time average"),
+    ];
+    // The same file through spindle: the same closed loop, 4 KiB aligned.
+    let text = format!(
+        "seed = 42\n[array]\nparv = \"{}\"\nscheduler = \"fcfs\"\n[workload]\nkind = \"closed\"\n\
+         queue_depth = 1\nread_fraction = 0.6\nsize_bytes = 4096\nalignment_bytes = 4096\n\
+         [run]\nrequests = {requests}\nwarmup_requests = 0\ncooldown_requests = 0\n",
+        dir.join("array.parv").display()
+    );
+    let exp = Experiment::parse(&text, "differential.toml", &[]).unwrap();
+    let r = exp
+        .run(&read_file, &no_trace, &mut |_, _, _, _| {})
+        .unwrap();
+    let spindle = [
+        r.latency.all.mean_ms,
+        r.latency.read.mean_ms,
+        r.latency.write.mean_ms,
+    ];
+    eprintln!(
+        "{redundancy} ({}): mean response ms, DiskSim vs spindle: all {:.3} vs {:.3}, reads \
+         {:.3} vs {:.3}, writes {:.3} vs {:.3}",
+        r.layout, disksim[0], spindle[0], disksim[1], spindle[1], disksim[2], spindle[2]
+    );
+    Means { disksim, spindle }
+}
+
+#[test]
+fn a_striped_parv_gives_disksims_mean_response_time() {
+    let Some(cheetah) = cheetah_dir() else {
+        return;
+    };
+    let Some(oracle) = oracle() else {
+        return;
+    };
+    // Measured 2026-11-26: all 7.180 vs 7.212 ms, reads 10.443 vs 10.466, writes 2.369 vs
+    // 2.334 (within 0.5 %). 3 %: the two simulators draw different random addresses; at
+    // 20,000 requests the means' sampling error is about 0.5 % (DiskSim's own mean moved
+    // 0.3 % from 20,000 to 100,000 requests), so 3 % is six of it.
+    within(&differential(&oracle, &cheetah, "Noredun", 5, 5), 0.03);
+}
+
+#[test]
+fn a_shadowed_parv_gives_disksims_mean_response_time() {
+    let Some(cheetah) = cheetah_dir() else {
+        return;
+    };
+    let Some(oracle) = oracle() else {
+        return;
+    };
+    // Measured 2026-11-26: all 7.827 vs 7.696 ms, reads 10.583 vs 10.414, writes 3.535 vs
+    // 3.641 (1.7, 1.6 and 3.0 %). Beyond the sampling error the copy chosen for a read
+    // differs (DiskSim policy 6 breaks a tie of empty queues by seek distance in cylinders
+    // with random ties; spindle takes the copy whose head is closest in its own access-time
+    // estimate), so 5 %.
+    within(&differential(&oracle, &cheetah, "Shadowed", 4, 2), 0.05);
+}
+
+#[test]
+#[ignore = "known gap: spindle's raid-5 controller runs its drives without their buffer and \
+            controller overheads (raid5/array.rs), DiskSim's logorg keeps them; measured \
+            2026-11-26 reads 10.114 (DiskSim) vs 8.689 ms, writes 12.887 vs 16.196 ms"]
+fn a_parity_rotated_parv_gives_disksims_mean_response_time() {
+    let Some(cheetah) = cheetah_dir() else {
+        return;
+    };
+    let Some(oracle) = oracle() else {
+        return;
+    };
+    within(
+        &differential(&oracle, &cheetah, "Parity_rotated", 5, 4),
+        0.05,
+    );
+}
+
+/// Every mean within `tol` (relative) of DiskSim's.
+fn within(m: &Means, tol: f64) {
+    for (i, what) in ["all", "reads", "writes"].iter().enumerate() {
+        let (d, s) = (m.disksim[i], m.spindle[i]);
+        let rel = (s - d).abs() / d;
+        assert!(
+            rel < tol,
+            "{what}: DiskSim {d:.3} ms, spindle {s:.3} ms ({:.1} %)",
+            100.0 * rel
+        );
+    }
+}
