@@ -38,6 +38,8 @@ pub struct ExperimentSpec {
     pub name: Option<String>,
     #[serde(default = "one")]
     pub seed: u64,
+    /// Absent only when `[array] parv` names the drive.
+    #[serde(default)]
     pub drive: DriveRef,
     #[serde(default)]
     pub array: ArraySpec,
@@ -53,10 +55,12 @@ fn one() -> u64 {
     1
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DriveRef {
-    /// A built-in drive id (`spindle drives list`) or the path of a drive file.
+    /// A built-in drive id (`spindle drives list`) or the path of a drive file; empty
+    /// (absent): the disks of `[array] parv`.
+    #[serde(default)]
     pub model: String,
     /// Turn on the drive file's seeded seek/rotation noise.
     #[serde(default)]
@@ -115,6 +119,10 @@ pub struct ArraySpec {
     pub age_bound_ms: Option<f64>,
     #[serde(default = "yes")]
     pub random_phase: bool,
+    /// A DiskSim 4.0 `.parv` whose logical organisation is the array: it sets the layout
+    /// keys (`config/parv_array.rs`) and, unless `[drive] model` is given, the drive.
+    #[serde(default)]
+    pub parv: Option<String>,
     /// Parity layouts (raid-5, raid-4): disks per parity group G (absent: 5).
     #[serde(default)]
     pub group_width: Option<u32>,
@@ -304,6 +312,7 @@ impl Default for ArraySpec {
             scheduler: None,
             age_bound_ms: None,
             random_phase: true,
+            parv: None,
             group_width: None,
             parity_rotation: None,
             reconstruct_fraction: None,
@@ -1427,6 +1436,9 @@ impl Experiment {
 
     /// The drive and the array controller of `[drive]` and `[array]`, checked.
     fn build(&self, read_file: ReadFile<'_>) -> Result<(Arc<Drive>, Built), ConfigError> {
+        if let Some(exp) = self.with_parv_array(read_file)? {
+            return exp.build(read_file);
+        }
         let s = &self.spec;
         let drive =
             resolve_drive(&s.drive.model, read_file).map_err(|m| self.error("drive.model", m))?;
@@ -1912,5 +1924,6 @@ struct Prepared {
 }
 
 mod parity;
+mod parv_array;
 #[cfg(test)]
 mod tests;

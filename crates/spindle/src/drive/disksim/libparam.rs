@@ -1,7 +1,7 @@
 //! A reader for DiskSim's libparam syntax: `type NAME { key = value, … }` blocks, nested
 //! anonymous blocks (`Scheduler = disksim_ioqueue { … }`), lists `[ … ]`, `source FILE`
 //! includes (at top level, or as a value: the included file's single block), `instantiate
-//! [ names ] as NAME`, `topology TYPE NAME [ … ]`, and `#` comments.
+//! [ names ] as NAME` (with `a .. b` ranges, also in list values), `topology TYPE NAME [ … ]`, and `#` comments.
 //!
 //! Parameter names run up to `=` (they hold spaces, dots, parentheses); runs of blanks inside
 //! them are read as one space. A value is a number (integer when it has no `.` or exponent,
@@ -239,7 +239,8 @@ impl<'a> Parser<'a> {
                             self.bump();
                             break;
                         }
-                        names.push(self.need_word("an instance name")?);
+                        let first = self.need_word("an instance name")?;
+                        names.extend(self.maybe_range(first)?);
                         self.skip_ws();
                         if self.peek() == Some(',') {
                             self.bump();
@@ -278,6 +279,20 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+    }
+
+    /// `first .. last` when `..` follows `first` (libparam's DOTDOT, in instance lists and
+    /// list values): every name from `first` to `last` inclusive, else just `first`.
+    fn maybe_range(&mut self, first: String) -> Result<Vec<String>, DiskSimError> {
+        self.skip_ws();
+        let (at, line) = (self.pos, self.line);
+        if self.word() != ".." {
+            self.pos = at;
+            self.line = line;
+            return Ok(vec![first]);
+        }
+        let last = self.need_word("a name after `..`")?;
+        expand_range(&first, &last).map_err(|m| self.err(format!("`{first} .. {last}`: {m}")))
     }
 
     fn topo(&mut self, type_name: String) -> Result<Topo, DiskSimError> {
@@ -377,7 +392,15 @@ impl<'a> Parser<'a> {
                     }
                     _ => {}
                 }
-                items.push(self.value(param)?);
+                let item = self.value(param)?;
+                match item.kind {
+                    Kind::Word(w) => {
+                        items.extend(self.maybe_range(w)?.into_iter().map(|w| Value {
+                            kind: Kind::Word(w),
+                        }))
+                    }
+                    _ => items.push(item),
+                }
                 self.skip_ws();
                 match self.peek() {
                     Some(',') => {
@@ -437,6 +460,45 @@ impl<'a> Parser<'a> {
             kind: number_or_word(w),
         })
     }
+}
+
+/// The names of a range `first .. last`, as libparam builds them (libparam.y, `STRING DOTDOT
+/// STRING` with `dumb_split`): both ends are one prefix followed by a decimal number; the
+/// names are the prefix followed by each number from the first to the last, inclusive,
+/// printed without leading zeros (`%s%d`). libparam needs a prefix of at least two
+/// characters (`dumb_split` fails on `d0`); a name with no number it reads as number 0,
+/// which is refused here rather than guessed.
+pub fn expand_range(first: &str, last: &str) -> Result<Vec<String>, String> {
+    fn split(s: &str) -> Result<(&str, u64), String> {
+        let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let cut = s.len() - digits;
+        if digits == 0 {
+            return Err(format!("{s:?} does not end in a number"));
+        }
+        if cut < 2 {
+            return Err(format!(
+                "{s:?}: DiskSim's libparam needs a name of at least two characters before the number"
+            ));
+        }
+        let n = s[cut..]
+            .parse::<u64>()
+            .map_err(|_| format!("{s:?}: the number is too large"))?;
+        Ok((&s[..cut], n))
+    }
+    let (p1, a) = split(first)?;
+    let (p2, b) = split(last)?;
+    if p1 != p2 {
+        return Err(format!(
+            "the names differ before the number ({p1:?} vs {p2:?})"
+        ));
+    }
+    if b < a {
+        return Err(format!("the range is empty ({a} > {b})"));
+    }
+    if b - a >= 4096 {
+        return Err(format!("{} names; at most 4096", b - a + 1));
+    }
+    Ok((a..=b).map(|i| format!("{p1}{i}")).collect())
 }
 
 fn number_or_word(w: String) -> Kind {
@@ -538,6 +600,43 @@ mod tests {
         assert!(e.msg.contains("unterminated"), "{e}");
         let e = one("disksim_disk D { Model = source nope.model }").unwrap_err();
         assert_eq!(e.file, "nope.model");
+    }
+
+    #[test]
+    fn ranges_expand_inclusively_in_instance_lists_and_list_values() {
+        let top = one(
+            "disksim_logorg L { devices = [ disk0 .. disk2, spare7 ] }\ninstantiate [ disk0 .. disk2 , x ] as D\ninstantiate [bus08 .. bus10] as B\n",
+        )
+        .unwrap();
+        assert_eq!(top.instances[0].names, ["disk0", "disk1", "disk2", "x"]);
+        // `%s%d`: leading zeros are not kept.
+        assert_eq!(top.instances[1].names, ["bus8", "bus9", "bus10"]);
+        let Kind::List(devs) = &top.blocks[0].params[0].value.kind else {
+            panic!("a list")
+        };
+        let devs: Vec<_> = devs.iter().map(|v| v.as_word().unwrap()).collect();
+        assert_eq!(devs, ["disk0", "disk1", "disk2", "spare7"]);
+        // No spaces: one name, as libparam's lexer reads it.
+        let top = one("instantiate [ disk0..disk2 ] as D").unwrap();
+        assert_eq!(top.instances[0].names, ["disk0..disk2"]);
+    }
+
+    #[test]
+    fn bad_ranges_are_refused_with_their_line() {
+        let e = one("\ninstantiate [ disk3 .. disk1 ] as D").unwrap_err();
+        assert_eq!(e.param, "line 2");
+        assert!(
+            e.msg.contains("`disk3 .. disk1`: the range is empty"),
+            "{e}"
+        );
+        let e = one("instantiate [ disk0 .. bus3 ] as D").unwrap_err();
+        assert!(e.msg.contains("differ before the number"), "{e}");
+        let e = one("instantiate [ disk .. disk3 ] as D").unwrap_err();
+        assert!(e.msg.contains("does not end in a number"), "{e}");
+        let e = one("instantiate [ d0 .. d3 ] as D").unwrap_err();
+        assert!(e.msg.contains("at least two characters"), "{e}");
+        let e = one("instantiate [ disk0 .. ] as D").unwrap_err();
+        assert!(e.msg.contains("a name after `..`"), "{e}");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! DiskSim 4.0 parameter-file import (`.parv`, `.diskspecs`, `.model`, `.seek`).
 //!
-//! [`import_parv`] reads a DiskSim system description, finds its one disk and the buses and
-//! controller between it and the driver, and turns the disk into a spindle [`DriveSpec`]:
+//! [`import_parv`] reads a DiskSim system description, finds its disk (its one disk, or the
+//! members of its one array, instances of one `disksim_disk` block whose buses and
+//! controllers give them one transfer time) and the buses and controller between it and the
+//! driver, and turns the disk into a spindle [`DriveSpec`]:
 //! `dm_layout_g1` into `zones` + `[layout]` (DiskSim-exact mapping, see [`layout_g1`]),
 //! `dm_mech_g1` into rpm, seek, head switch and write settle, and the `disksim_disk` buffer
 //! and controller parameters into `[cache]`. Every value carries a provenance entry naming
@@ -15,12 +17,17 @@
 //! request-size watermarks (`[cache]` watermarks are fractions of a segment) and a write
 //! per-block bus time that differs from the read one (`[cache]` has one `bus_sector_ms`).
 //!
+//! The array itself (`disksim_logorg`) is read by [`import_logorg`] (module [`logorg`]); the
+//! drive importer checks only that several disks are its members. Buses or controllers that
+//! several member disks share are recorded under `not_carried.shared_interconnect`.
+//!
 //! No I/O: files come through the caller's `read_file`, which is given paths already joined
 //! to the including file's directory.
 
 mod cache;
 pub mod layout_g1;
 mod libparam;
+pub mod logorg;
 mod mech;
 mod seekfile;
 
@@ -29,6 +36,20 @@ use super::layout_spec::{LayoutSpec, LayoutZone, Mapping, Sparing};
 use super::spec::{DriveSpec, NoiseSpec, SeekSpec, SkewUnit, ZoneSpec};
 use libparam::{Block, Kind, Param, Top, Topo, Value};
 use std::collections::BTreeMap;
+
+pub use logorg::{import_logorg, DiskSimArray, Redundancy};
+
+/// A bus's or controller's per-block read and write times, its block, and the parameter.
+type BusTime<'a> = (f64, f64, &'a Block, &'static str);
+
+/// The way from the driver to one disk.
+struct Interface<'a> {
+    /// The buses' and controllers' instance names.
+    nodes: Vec<&'a str>,
+    /// The names of the blocks on it.
+    blocks: Vec<&'a str>,
+    times: Vec<BusTime<'a>>,
+}
 
 /// A DiskSim file that cannot be imported: which file, which block, which parameter.
 #[derive(Debug, thiserror::Error)]
@@ -411,9 +432,8 @@ impl<'a> Importer<'a> {
             })
     }
 
-    fn run(self) -> Result<DriveSpec, DiskSimError> {
+    fn run(mut self) -> Result<DriveSpec, DiskSimError> {
         let top = self.top;
-        // The one disk.
         let mut disks: Vec<&str> = Vec::new();
         for inst in &top.instances {
             if let Some(b) = top.blocks.iter().find(|b| b.name == inst.spec) {
@@ -422,25 +442,110 @@ impl<'a> Importer<'a> {
                 }
             }
         }
-        let disk_name = match disks.as_slice() {
-            [one] => *one,
-            _ => {
+        // One disk, or the members of the file's one array, all of one disk block.
+        let members: Vec<&str> = match disks.as_slice() {
+            [_] => disks.clone(),
+            [] => {
                 return Err(self.err(
                     "instantiate",
                     "disksim_disk",
-                    format!(
-                        "spindle imports exactly one disk; found {} ({})",
-                        disks.len(),
-                        disks.join(", ")
-                    ),
+                    "spindle imports one disk model; found no disk instance",
                 ))
             }
+            _ => {
+                let (org, devices) = logorg::the_logorg(self.path, top).map_err(|e| {
+                    DiskSimError {
+                        msg: format!(
+                            "{} disks ({}): spindle imports several disks only as the members of one array: {}",
+                            disks.len(),
+                            disks.join(", "),
+                            e.msg
+                        ),
+                        ..e
+                    }
+                })?;
+                if let Some(d) = disks.iter().find(|d| !devices.iter().any(|x| x == *d)) {
+                    return Err(self.err(
+                        "instantiate",
+                        d,
+                        format!(
+                            "disk {d} is not a member of disksim_logorg {}: spindle imports several disks only as the members of one array",
+                            org.name
+                        ),
+                    ));
+                }
+                logorg::member_disk_spec(self.path, top, org, &devices)?;
+                disks.sort_by_key(|d| devices.iter().position(|x| x == d));
+                disks.clone()
+            }
         };
-        let path = find_path(&top.topology, disk_name)
-            .ok_or_else(|| self.err("topology", disk_name, "the disk is not in the topology"))?;
-        let disk_block = self.block_of(disk_name)?;
+        let disk_name = members[0];
         let mut on_path: Vec<&str> = Vec::new();
-        let mut bus_times: Vec<(f64, f64, &Block, &'static str)> = Vec::new();
+        let mut bus_times = Vec::new();
+        let mut per_block: Option<(f64, f64, &str)> = None;
+        let mut users: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for &disk in &members {
+            let Interface {
+                nodes,
+                blocks,
+                times,
+            } = self.interface(disk)?;
+            let rd = times.iter().map(|t| t.0).fold(0.0, f64::max);
+            let wr = times.iter().map(|t| t.1).fold(0.0, f64::max);
+            match per_block {
+                None => {
+                    per_block = Some((rd, wr, disk));
+                    bus_times = times;
+                }
+                Some((r0, w0, d0)) if (r0, w0) != (rd, wr) => {
+                    return Err(self.err(
+                        "topology",
+                        disk,
+                        format!(
+                            "its buses and controllers give a per-block transfer time of {rd}/{wr} ms (read/write), {d0}'s give {r0}/{w0}: spindle's array disks are one drive model"
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+            for b in blocks {
+                if !on_path.contains(&b) {
+                    on_path.push(b);
+                }
+            }
+            for n in nodes {
+                users.entry(n).or_default().push(disk);
+            }
+        }
+        let shared: Vec<String> = users
+            .iter()
+            .filter(|(_, ds)| ds.len() > 1)
+            .map(|(n, ds)| format!("{n} ({})", ds.join(", ")))
+            .collect();
+        if !shared.is_empty() {
+            self.prov.insert(
+                "not_carried.shared_interconnect".into(),
+                format!(
+                    "DISKSIM:{}: the array's disks share {}; DiskSim serialises their transfers on an exclusive bus, spindle gives each disk its own interface",
+                    file_name(self.path),
+                    shared.join("; ")
+                ),
+            );
+        }
+        self.check_other_blocks(&on_path, &members)?;
+        let disk_block = self.block_of(disk_name)?;
+        self.disk(disk_block, &bus_times)
+    }
+
+    /// The topology from the driver to `disk`: the node names, their blocks' names, and the
+    /// per-block transfer times of the buses and controllers on it.
+    fn interface(&self, disk: &str) -> Result<Interface<'a>, DiskSimError> {
+        let top = self.top;
+        let path = find_path(&top.topology, disk)
+            .ok_or_else(|| self.err("topology", disk, "the disk is not in the topology"))?;
+        let mut nodes: Vec<&str> = Vec::new();
+        let mut on_path: Vec<&str> = Vec::new();
+        let mut bus_times: Vec<BusTime<'a>> = Vec::new();
         for node in &path {
             let b = self.block_of(&node.name)?;
             on_path.push(&b.name);
@@ -463,6 +568,7 @@ impl<'a> Importer<'a> {
                     let wr = r.nonneg("Write block transfer time")?;
                     r.finish()?;
                     bus_times.push((rd, wr, b, "Read/Write block transfer time"));
+                    nodes.push(&node.name);
                 }
                 "disksim_ctlr" => {
                     let mut r = Reader::new(b, format!("disksim_ctlr {}", b.name))?;
@@ -477,6 +583,7 @@ impl<'a> Importer<'a> {
                     let bulk = r.nonneg("Bulk sector transfer time")?;
                     r.finish()?;
                     bus_times.push((bulk, bulk, b, "Bulk sector transfer time"));
+                    nodes.push(&node.name);
                 }
                 "disksim_disk" => {}
                 other => {
@@ -488,8 +595,11 @@ impl<'a> Importer<'a> {
                 }
             }
         }
-        self.check_other_blocks(&on_path, disk_name)?;
-        self.disk(disk_block, &bus_times)
+        Ok(Interface {
+            nodes,
+            blocks: on_path,
+            times: bus_times,
+        })
     }
 
     fn check_driver(&self, b: &Block) -> Result<(), DiskSimError> {
@@ -507,7 +617,7 @@ impl<'a> Importer<'a> {
 
     /// Every block not on the disk's path: statistics, workload, logical organisation, or
     /// components the disk never talks to.
-    fn check_other_blocks(&self, on_path: &[&str], disk: &str) -> Result<(), DiskSimError> {
+    fn check_other_blocks(&self, on_path: &[&str], members: &[&str]) -> Result<(), DiskSimError> {
         for b in &self.top.blocks {
             if on_path.contains(&b.name.as_str()) {
                 continue;
@@ -518,7 +628,11 @@ impl<'a> Importer<'a> {
                     r.common(&b.type_name)?;
                     r.finish()?;
                 }
-                "disksim_logorg" => self.check_logorg(b, disk)?,
+                // One disk: the logorg must pass addresses through. Several: the logorg is the
+                // array they form (its members checked in `run`); its parameters shape the
+                // array, not the drive, and are read by `logorg::import_logorg`.
+                "disksim_logorg" if members.len() == 1 => self.check_logorg(b, members[0])?,
+                "disksim_logorg" => {}
                 // Components not connected to the disk (or never instantiated) are not part of
                 // its timing.
                 "disksim_bus" | "disksim_ctlr" | "disksim_disk" | "disksim_iodriver" => {}
@@ -542,15 +656,19 @@ impl<'a> Importer<'a> {
         if devices.len() != 1 || devices[0].as_word() != Some(disk) {
             return Err(r.err("devices", format!("must be [ {disk} ] (one disk)")));
         }
-        for (param, want) in [
-            ("Distribution scheme", "Asis"),
-            ("Redundancy scheme", "Noredun"),
+        // Striping over one disk maps every address to itself.
+        for (param, wants) in [
+            ("Distribution scheme", &["Asis", "Striped"][..]),
+            ("Redundancy scheme", &["Noredun"][..]),
         ] {
             let got = r.word(param)?;
-            if got != want {
+            if !wants.contains(&got) {
                 return Err(r.err(
                     param,
-                    format!("{got} is not supported: only {want} (one disk, addresses unchanged)"),
+                    format!(
+                        "{got} is not supported: only {} (one disk, addresses unchanged)",
+                        wants.join(" or ")
+                    ),
                 ));
             }
         }

@@ -1013,3 +1013,87 @@ fn scheme_8_with_slips_maps_through_the_table_as_computed() {
         assert!(indexed_equals_scan(&p).unwrap(), "{p:?} loads");
     }
 }
+
+/// PARV's system with three disks `disk0 .. disk2` on `buses` (topology text) and
+/// `logorg` appended.
+fn array_texts(instances: &str, topology: &str, logorg: &str) -> String {
+    format!(
+        "disksim_iodriver DRV {{ type = 1, Constant access time = 0.0, Scheduler = disksim_ioqueue {{ Scheduling policy = 1 }}, Use queueing in subsystem = 1 }}
+disksim_bus BUS {{ type = 1, Arbitration type = 1, Arbitration time = 0.0, Read block transfer time = 0.07, Write block transfer time = 0.07, Print stats = 0 }}
+disksim_bus SLOW {{ type = 1, Arbitration type = 1, Arbitration time = 0.0, Read block transfer time = 0.1, Write block transfer time = 0.1, Print stats = 0 }}
+disksim_disk OTHER {{ }}
+source d.diskspecs
+instantiate [ driver0 ] as DRV
+{instances}
+topology disksim_iodriver driver0 [ {topology} ]
+{logorg}
+"
+    )
+}
+
+const ORG3: &str = "disksim_logorg org0 { Addressing mode = Array, Distribution scheme = Striped, Redundancy scheme = Parity_rotated, devices = [ disk0 .. disk2 ], Stripe unit = 8, Synch writes for safety = 1, Number of copies = 2, Copy choice on read = 6, RMW vs. reconstruct = 0.5, Parity stripe unit = 8, Parity rotation type = 1 }";
+
+#[test]
+fn an_arrays_identical_member_disks_import_as_one_drive() {
+    let own_buses = array_texts(
+        "instantiate [ bus0 .. bus2 ] as BUS\ninstantiate [ disk0 .. disk2 ] as DISK",
+        "disksim_bus bus0 [ disksim_disk disk0 [] ], disksim_bus bus1 [ disksim_disk disk1 [] ], disksim_bus bus2 [ disksim_disk disk2 [] ]",
+        ORG3,
+    );
+    let one = import_texts(PARV, DISKSPECS, MODEL).unwrap();
+    let spec = import_texts(&own_buses, DISKSPECS, MODEL).unwrap();
+    assert_eq!(spec.cache, one.cache);
+    assert_eq!(spec.zones, one.zones);
+    assert_eq!(Geometry::new(&spec).unwrap().capacity_sectors(), 196 + 136);
+    assert!(!spec
+        .provenance
+        .contains_key("not_carried.shared_interconnect"));
+    // One bus for all three: imported, with the contention DiskSim would model recorded.
+    let shared = array_texts(
+        "instantiate [ bus0 ] as BUS\ninstantiate [ disk0 .. disk2 ] as DISK",
+        "disksim_bus bus0 [ disksim_disk disk0 [], disksim_disk disk1 [], disksim_disk disk2 [] ]",
+        ORG3,
+    );
+    let spec = import_texts(&shared, DISKSPECS, MODEL).unwrap();
+    let note = &spec.provenance["not_carried.shared_interconnect"];
+    assert!(note.contains("bus0 (disk0, disk1, disk2)"), "{note}");
+}
+
+#[test]
+fn several_disks_outside_one_array_are_refused() {
+    let inst = "instantiate [ bus0 ] as BUS\ninstantiate [ disk0 .. disk2 ] as DISK";
+    let topo =
+        "disksim_bus bus0 [ disksim_disk disk0 [], disksim_disk disk1 [], disksim_disk disk2 [] ]";
+    let e = import_texts(&array_texts(inst, topo, ""), DISKSPECS, MODEL).unwrap_err();
+    assert!(
+        e.msg.contains("3 disks (disk0, disk1, disk2): spindle imports several disks only as the members of one array: no disksim_logorg block"),
+        "{e}"
+    );
+    let org2 = ORG3.replace("disk0 .. disk2", "disk0 .. disk1");
+    let e = import_texts(&array_texts(inst, topo, &org2), DISKSPECS, MODEL).unwrap_err();
+    assert_eq!(e.param, "disk2", "{e}");
+    assert!(e.msg.contains("not a member of disksim_logorg org0"), "{e}");
+    let mixed = "instantiate [ bus0 ] as BUS\ninstantiate [ disk0 .. disk1 ] as DISK\ninstantiate [ disk2 ] as OTHER";
+    let e = import_texts(&array_texts(mixed, topo, ORG3), DISKSPECS, MODEL).unwrap_err();
+    assert_eq!(
+        (e.block.as_str(), e.param.as_str()),
+        ("disksim_logorg org0", "devices")
+    );
+    assert!(
+        e.msg.contains("disk0 is a DISK but disk2 is a OTHER"),
+        "{e}"
+    );
+    // One disk behind a slower bus: not one drive model.
+    let slow = array_texts(
+        "instantiate [ bus0 .. bus1 ] as BUS\ninstantiate [ bus2 ] as SLOW\ninstantiate [ disk0 .. disk2 ] as DISK",
+        "disksim_bus bus0 [ disksim_disk disk0 [] ], disksim_bus bus1 [ disksim_disk disk1 [] ], disksim_bus bus2 [ disksim_disk disk2 [] ]",
+        ORG3,
+    );
+    let e = import_texts(&slow, DISKSPECS, MODEL).unwrap_err();
+    assert_eq!(e.param, "disk2", "{e}");
+    assert!(
+        e.msg
+            .contains("0.1/0.1 ms (read/write), disk0's give 0.07/0.07"),
+        "{e}"
+    );
+}
