@@ -53,6 +53,24 @@ pub fn serve_until(
 ) -> Result<Stats, String> {
     // The record file first: a bad path is refused before anything starts.
     let record = opts.record.as_deref().map(RecordFile::create).transpose()?;
+    let a = &exp.spec.array;
+    if a.failed_disk.is_some() {
+        return Err(exp
+            .error(
+                "array.failed_disk",
+                "spindle serve does not emulate disk failures yet (spindle run simulates them)",
+            )
+            .to_string());
+    }
+    if a.layout.is_parity() && a.write_cache_bytes != Some(0) {
+        return Err(exp
+            .error(
+                "array.write_cache_bytes",
+                "spindle serve runs parity arrays without the write cache for now: set it to \
+                 0 (the cache's bytes in NVRAM are not built yet; spindle run simulates it)",
+            )
+            .to_string());
+    }
     let built = exp.build_array(read_file).map_err(|e| e.to_string())?;
     let mut engine = built.engine;
     if !engine.enable_data_moves() {
