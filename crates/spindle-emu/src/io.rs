@@ -125,18 +125,39 @@ impl IoThread {
 
     pub fn send(&mut self, job: Job) {
         self.sent += 1;
-        match &job {
-            Job::Host { id, .. } => {
-                self.last_of_request.insert(*id, self.sent);
-            }
-            Job::Move(DataMove {
-                bytes: Bytes::Host(id),
-                ..
-            }) => {
-                self.last_of_request.insert(*id, self.sent);
-            }
-            Job::Nvram(_) => self.last_nvram = self.sent,
-            _ => {}
+        // Every job that reads or fills a host request's buffer: the answer waits for it
+        // (and the buffer lives until then).
+        let host_of = |ps: &[Piece]| -> Vec<u64> {
+            ps.iter()
+                .filter_map(|p| match p.from {
+                    Source::Host { id, .. } => Some(id),
+                    _ => None,
+                })
+                .collect()
+        };
+        let ids: Vec<u64> = match &job {
+            Job::Host { id, .. } => vec![*id],
+            Job::Move(mv) => match &mv.bytes {
+                Bytes::Host(id) => vec![*id],
+                Bytes::HostXor { id, pieces } => {
+                    let mut v = host_of(pieces);
+                    v.push(*id);
+                    v
+                }
+                Bytes::Xor(pieces) => host_of(pieces),
+                _ => Vec::new(),
+            },
+            Job::Nvram(w) => match &w.bytes {
+                NvramBytes::Xor { pieces, .. } => host_of(pieces),
+                NvramBytes::Literal(_) => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        for id in ids {
+            self.last_of_request.insert(id, self.sent);
+        }
+        if let Job::Nvram(_) = &job {
+            self.last_nvram = self.sent;
         }
         if let Job::Move(mv) = &job {
             if self.last_move_on_disk.len() <= mv.disk {

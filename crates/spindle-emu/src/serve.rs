@@ -62,15 +62,6 @@ pub fn serve_until(
             )
             .to_string());
     }
-    if a.layout.is_parity() && a.write_cache_bytes != Some(0) {
-        return Err(exp
-            .error(
-                "array.write_cache_bytes",
-                "spindle serve runs parity arrays without the write cache for now: set it to \
-                 0 (the cache's bytes in NVRAM are not built yet; spindle run simulates it)",
-            )
-            .to_string());
-    }
     let built = exp.build_array(read_file).map_err(|e| e.to_string())?;
     let mut engine = built.engine;
     if !engine.enable_data_moves() {

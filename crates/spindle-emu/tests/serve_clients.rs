@@ -29,7 +29,7 @@ fn run(tool: &str, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
-const LAYOUTS: [&str; 10] = [
+const LAYOUTS: [&str; 11] = [
     "layout = \"jbod\"\ndisks = 1",
     "layout = \"striping\"\nds = 4\nstripe_unit_bytes = 16384",
     "layout = \"mirror\"\ndm = 2\nscheduler = \"satf\"",
@@ -40,6 +40,7 @@ const LAYOUTS: [&str; 10] = [
      map_nvram_bytes = 4096",
     "layout = \"ddm\"\nds = 1\ndd = 2\nscheduler = \"freebw-hybrid\"",
     "layout = \"raid-5\"\ndisks = 5\nwrite_cache_bytes = 0",
+    "layout = \"raid-5\"\ndisks = 5\nwrite_cache_bytes = 262144\ndestage = \"linear-threshold\"",
     "layout = \"raid-4\"\ndisks = 4\ngroup_width = 4\nwrite_cache_bytes = 0\nscheduler = \"satf\"",
 ];
 

@@ -117,6 +117,9 @@ pub struct WriteCache {
     pending_total: usize,
     /// Destaged blocks still readable, LRU; their room is reused first.
     available: Lru,
+    /// With [`WriteCache::track_evictions`]: available blocks given up for room since the
+    /// last [`WriteCache::take_evicted`] (a controller keeping the blocks' bytes frees them).
+    evicted: Option<Vec<BlockAddr>>,
 }
 
 /// What [`WriteCache::host_write`] did with a block.
@@ -138,7 +141,28 @@ impl WriteCache {
             pending: HashMap::new(),
             pending_total: 0,
             available: Lru::default(),
+            evicted: None,
         }
+    }
+
+    /// From now on, remember the available blocks trimmed for room.
+    pub fn track_evictions(&mut self) {
+        self.evicted.get_or_insert_with(Vec::new);
+    }
+
+    /// The available blocks trimmed since the last call.
+    pub fn take_evicted(&mut self) -> Vec<BlockAddr> {
+        self.evicted.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// A version of `k` whose parity is computed waits for its destage write.
+    pub fn is_pending(&self, k: BlockAddr) -> bool {
+        self.pending.contains_key(&k)
+    }
+
+    /// A clean copy of `k` is held (destaged and still readable).
+    pub fn is_available(&self, k: BlockAddr) -> bool {
+        self.available.contains(k)
     }
 
     pub fn capacity(&self) -> usize {
@@ -244,8 +268,13 @@ impl WriteCache {
     /// Available blocks give up their room, least recently used first.
     fn trim(&mut self) {
         while self.occupied() + self.available.len() > self.capacity {
-            if self.available.pop_oldest().is_none() {
-                break;
+            match self.available.pop_oldest() {
+                Some(k) => {
+                    if let Some(e) = self.evicted.as_mut() {
+                        e.push(k);
+                    }
+                }
+                None => break,
             }
         }
     }

@@ -364,12 +364,18 @@ impl Raid5Array {
                     let key = (p.group, p.stripe);
                     let disk = self.layout.data_disk(p.group, p.stripe, p.unit);
                     let lba = self.layout.stripe_lba(p.stripe) + u64::from(p.offset);
+                    let lost = self.lost_disk(key) == Some(disk);
                     let runs = if self.cache.is_some() {
-                        self.read_misses(disk, lba, p.sectors)
+                        // With data moves on, a lost disk's read-cache copies are not used
+                        // (their bytes would come from the failed disk): degraded reads may
+                        // then take longer than without data moves.
+                        let bytes_lost = lost && self.data.is_some();
+                        let misses = self.read_misses(disk, lba, p.sectors, bytes_lost);
+                        self.describe_hits(slot, disk, lba, p.sectors, &misses);
+                        misses
                     } else {
                         vec![(lba, p.sectors)]
                     };
-                    let lost = self.lost_disk(key) == Some(disk);
                     for (lba, sectors) in runs {
                         if lost {
                             self.queue_recon(now, slot, key, disk, lba, sectors);
@@ -410,11 +416,11 @@ impl Raid5Array {
                         None => stripes.push((key, vec![*p])),
                     }
                 }
-                if self.cache.is_some() && self.absorb(now, &stripes) {
+                if self.cache.is_some() && self.absorb(now, req.id, &stripes) {
                     self.answer_now(now, slot);
                 } else {
                     if self.cache.is_some() {
-                        self.overflow(now, &stripes);
+                        self.overflow(now, req.id, &stripes);
                     }
                     for (key, pieces) in stripes {
                         self.host.add_part(slot);
@@ -711,10 +717,19 @@ impl Raid5Array {
             }
         };
         let (kind, op) = (self.ops[id].kind, self.ops[id].op);
-        if kind == Kind::Read {
-            let o = &self.ops[id];
-            let (slot, lba, sectors) = (o.slot.expect("a host read"), o.lba, o.sectors);
-            self.describe_read(slot, disk, lba, sectors);
+        match kind {
+            Kind::Read => {
+                let o = &self.ops[id];
+                let (slot, lba, sectors) = (o.slot.expect("a host read"), o.lba, o.sectors);
+                self.describe_read(slot, disk, lba, sectors);
+            }
+            Kind::DestageWrite(_) => {
+                for &o in std::iter::once(&id).chain(&batch) {
+                    let (lba, sectors) = (self.ops[o].lba, self.ops[o].sectors);
+                    self.describe_destage_write(disk, lba, sectors);
+                }
+            }
+            _ => {}
         }
         let mut runs = Vec::with_capacity(1 + batch.len());
         for &o in std::iter::once(&id).chain(&batch) {
@@ -845,6 +860,16 @@ impl Engine for Raid5Array {
 
     fn sector_bytes(&self) -> u32 {
         self.drive.geometry().sector_bytes()
+    }
+
+    /// With the write cache, whole 4 KiB blocks (the cache's unit: a partial block would
+    /// need the rest of it read first); otherwise a sector.
+    fn io_align_bytes(&self) -> u32 {
+        if self.cache.is_some() {
+            BLOCK_BYTES
+        } else {
+            self.sector_bytes()
+        }
     }
 
     fn busy(&self, disk: usize, t: Nanos) -> Busy {

@@ -20,29 +20,62 @@
 //! nothing acknowledged into such a stripe that is not on disk (a write is answered after
 //! its stripes' writes), so no acknowledged byte is lost.
 //!
-//! Image: a 32-byte header (magic, version, the layout: disks, group width, stripe unit,
-//! stripes per group), then 16-byte slots: a state byte (1: in use), three zero bytes, the
-//! group (u32 LE) and the stripe (u64 LE). A slot's body is written before its state byte.
+//! With the write cache the image also holds the cache's blocks (the `cache` module).
+//!
+//! Image: a 48-byte header (magic, version, the layout: disks, group width, stripe unit,
+//! stripes per group; the write cache's blocks C; zeros), C 16-byte cache block headers,
+//! C blocks of 4 KiB from the next 4 KiB boundary, then 16-byte intent slots: a state byte
+//! (1: in use), three zero bytes, the group (u32 LE) and the stripe (u64 LE). A slot's body
+//! is written before its state byte.
 
-use super::{Raid5Array, StripeUpdate, UnitPiece};
+mod cache;
+
+use super::{Raid5Array, StripeUpdate, UnitPiece, BLOCK_BYTES};
 use crate::drive::Run;
 use crate::engine::{Bytes, DataMove, NvramWrite, Piece, RecoverError, Source};
 use crate::Op;
 use std::collections::{HashMap, VecDeque};
 
 const MAGIC: &[u8; 8] = b"SPNDLR5\0";
-const VERSION: u32 = 1;
-const HEADER_BYTES: u64 = 32;
+const VERSION: u32 = 2;
+const HEADER_BYTES: u64 = 48;
 const SLOT_BYTES: u64 = 16;
+
+/// Where things lie in an image of a controller whose write cache has `c` blocks.
+#[derive(Copy, Clone, Debug, Default)]
+pub(super) struct Geometry {
+    c: u64,
+}
+
+impl Geometry {
+    fn cache_header(self, i: u32) -> u64 {
+        HEADER_BYTES + u64::from(i) * SLOT_BYTES
+    }
+
+    fn data_base(self) -> u64 {
+        (HEADER_BYTES + self.c * SLOT_BYTES).div_ceil(u64::from(BLOCK_BYTES))
+            * u64::from(BLOCK_BYTES)
+    }
+
+    fn cache_block(self, i: u32) -> u64 {
+        self.data_base() + u64::from(i) * u64::from(BLOCK_BYTES)
+    }
+
+    fn intent(self, j: u32) -> u64 {
+        self.data_base() + self.c * u64::from(BLOCK_BYTES) + u64::from(j) * SLOT_BYTES
+    }
+}
 
 #[derive(Default)]
 pub(super) struct DataState {
+    geo: Geometry,
     moves: VecDeque<DataMove>,
     nvram: VecDeque<NvramWrite>,
     /// Stripes with an update in progress → their slot.
     intents: HashMap<(u32, u64), u32>,
     free: Vec<u32>,
     next: u32,
+    cache: cache::Slots,
 }
 
 fn run(lba: u64, sectors: u32) -> Vec<Run> {
@@ -70,18 +103,26 @@ impl Raid5Array {
         h.extend_from_slice(&l.width().to_le_bytes());
         h.extend_from_slice(&l.unit_sectors().to_le_bytes());
         h.extend_from_slice(&l.stripes().to_le_bytes());
-        debug_assert_eq!(h.len() as u64, HEADER_BYTES);
+        let c = self.cache.as_ref().map_or(0, |c| c.write.capacity() as u32);
+        h.extend_from_slice(&c.to_le_bytes());
+        h.resize(HEADER_BYTES as usize, 0);
         h
     }
 
-    /// Turns data moves on: only without the caches (the write cache's bytes in NVRAM are
-    /// not built yet).
+    /// Turns data moves on.
     pub(super) fn enable_data(&mut self) -> bool {
-        if self.cache.is_some() {
-            return false;
-        }
         if self.data.is_none() {
-            let mut d = DataState::default();
+            let c = match self.cache.as_mut() {
+                Some(c) => {
+                    c.write.track_evictions();
+                    c.write.capacity() as u64
+                }
+                None => 0,
+            };
+            let mut d = DataState {
+                geo: Geometry { c },
+                ..DataState::default()
+            };
             d.nvram.push_back(NvramWrite::literal(0, self.header()));
             self.data = Some(Box::new(d));
         }
@@ -298,7 +339,7 @@ impl Raid5Array {
             d.next - 1
         });
         d.intents.insert(key, slot);
-        let at = HEADER_BYTES + u64::from(slot) * SLOT_BYTES;
+        let at = d.geo.intent(slot);
         let mut body = Vec::with_capacity(12);
         body.extend_from_slice(&key.0.to_le_bytes());
         body.extend_from_slice(&key.1.to_le_bytes());
@@ -320,14 +361,15 @@ impl Raid5Array {
             return;
         };
         if let Some(slot) = d.intents.remove(&done.key) {
-            let at = HEADER_BYTES + u64::from(slot) * SLOT_BYTES;
+            let at = d.geo.intent(slot);
             d.nvram.push_back(NvramWrite::literal(at, vec![0; 4]));
             d.free.push(slot);
         }
     }
 
-    /// Recovery (see the module docs): the parity of every stripe recorded in `image` is
-    /// recomputed from its data.
+    /// Recovery (see the module docs): every cached data block newer than the disks is
+    /// written to its disk, then the parity of every stripe recorded in `image` or holding
+    /// such a block is recomputed from its data.
     pub(super) fn recover_image(&mut self, image: &[u8]) -> Result<Vec<DataMove>, RecoverError> {
         if image.iter().all(|&b| b == 0) {
             return Ok(Vec::new());
@@ -335,7 +377,7 @@ impl Raid5Array {
         let err = |m: String| RecoverError(m);
         if image.len() < HEADER_BYTES as usize || &image[..8] != MAGIC {
             return Err(err(
-                "the NVRAM image is not a parity array's (bad magic)".into()
+                "the NVRAM image is not a parity array's (bad magic)".into(),
             ));
         }
         let want = self.header();
@@ -347,19 +389,25 @@ impl Raid5Array {
                 &want[8..]
             )));
         }
+        let geo = self.data.as_ref().expect("data on").geo;
+        let (mut repairs, mut stripes) = self.recover_cache(image, geo)?;
         let l = &self.layout;
-        let unit = l.unit_sectors();
-        let mut repairs = Vec::new();
-        for (i, s) in image[HEADER_BYTES as usize..]
-            .chunks(SLOT_BYTES as usize)
-            .enumerate()
-        {
+        let slot_at = |at: u64| -> &[u8] {
+            let a = (at as usize).min(image.len());
+            &image[a..(a + SLOT_BYTES as usize).min(image.len())]
+        };
+        for j in 0.. {
+            let at = geo.intent(j);
+            if at >= image.len() as u64 {
+                break;
+            }
+            let s = slot_at(at);
             if s[0] == 0 {
                 continue;
             }
             if s.len() < SLOT_BYTES as usize || s[0] != 1 || s[1..4] != [0, 0, 0] {
                 return Err(err(format!(
-                    "NVRAM slot {i}: malformed state {:02x?}",
+                    "NVRAM intent slot {j}: malformed state {:02x?}",
                     &s[..4.min(s.len())]
                 )));
             }
@@ -367,9 +415,14 @@ impl Raid5Array {
             let stripe = u64::from_le_bytes(s[8..16].try_into().expect("8 bytes"));
             if group >= l.groups() || stripe >= l.stripes() {
                 return Err(err(format!(
-                    "NVRAM slot {i}: stripe {stripe} of group {group} is not in this array"
+                    "NVRAM intent slot {j}: stripe {stripe} of group {group} is not in this \
+                     array"
                 )));
             }
+            stripes.insert((group, stripe));
+        }
+        let unit = l.unit_sectors();
+        for (group, stripe) in stripes {
             let lba = l.stripe_lba(stripe);
             let pieces = (0..l.width() - 1)
                 .map(|k| disk_piece(0, l.data_disk(group, stripe, k), lba, unit))

@@ -62,14 +62,22 @@ impl Raid5Array {
         (first..=last).map(move |b| (disk as u32, b))
     }
 
-    /// The parts of a host read neither cache holds, as whole-block runs to read.
-    pub(super) fn read_misses(&mut self, disk: usize, lba: u64, sectors: u32) -> Vec<(u64, u32)> {
+    /// The parts of a host read neither cache holds, as whole-block runs to read. On a
+    /// `lost` disk (failed, not rebuilt) read-cache copies are not used: with data moves
+    /// on their bytes would come from the failed disk.
+    pub(super) fn read_misses(
+        &mut self,
+        disk: usize,
+        lba: u64,
+        sectors: u32,
+        lost: bool,
+    ) -> Vec<(u64, u32)> {
         let bs = self.bs();
         let blocks: Vec<BlockAddr> = self.blocks(disk, lba, sectors).collect();
         let c = self.cache.as_mut().expect("a cache");
         let missing = blocks
             .into_iter()
-            .filter(|&k| !c.write.holds(k) && !c.read.lookup(k))
+            .filter(|&k| !c.write.holds(k) && (lost || !c.read.lookup(k)))
             .map(|k| k.1);
         runs_of(missing)
             .into_iter()
@@ -109,8 +117,19 @@ impl Raid5Array {
         out
     }
 
-    /// Puts a host write into the write cache, if it fits with the parity reserve kept.
-    pub(super) fn absorb(&mut self, now: Nanos, stripes: &[((u32, u64), Vec<UnitPiece>)]) -> bool {
+    /// The array address of row `row` of data unit `unit` of stripe `key`.
+    fn block_logical(&self, key: (u32, u64), unit: u32, row: u32) -> u64 {
+        self.layout
+            .logical(key.0, key.1, unit, row * self.block_sectors)
+    }
+
+    /// Puts host write `id` into the write cache, if it fits with the parity reserve kept.
+    pub(super) fn absorb(
+        &mut self,
+        now: Nanos,
+        id: u64,
+        stripes: &[((u32, u64), Vec<UnitPiece>)],
+    ) -> bool {
         let blocks = self.write_blocks(stripes);
         let addrs: Vec<BlockAddr> = blocks
             .iter()
@@ -124,12 +143,14 @@ impl Raid5Array {
             }
         }
         self.note_occupancy(now);
-        let c = self.cache.as_mut().expect("a cache");
         for (&(key, unit, row), &k) in blocks.iter().zip(&addrs) {
-            c.write.host_write(k, now);
+            let c = self.cache.as_mut().expect("a cache");
+            let in_place = c.write.host_write(k, now) == crate::cache::Absorbed::InPlace;
             c.read.invalidate(k);
             c.dirty.entry(key).or_default().insert((unit, row));
             c.counters.host_write_blocks += 1;
+            let lba = self.block_logical(key, unit, row);
+            self.nv_absorb(k, id, lba, in_place);
         }
         self.occupancy_changed();
         for (key, _) in stripes {
@@ -138,21 +159,26 @@ impl Raid5Array {
         true
     }
 
-    /// A host write that found the write cache full: it takes the classic update; a block
-    /// of it dirty in the cache is overwritten there too, so the cache never holds older
-    /// data than the disk.
-    pub(super) fn overflow(&mut self, now: Nanos, stripes: &[((u32, u64), Vec<UnitPiece>)]) {
-        let addrs: Vec<BlockAddr> = self
-            .write_blocks(stripes)
-            .into_iter()
-            .map(|(key, unit, row)| self.data_addr(key, unit, row))
-            .collect();
+    /// Host write `id` found the write cache full: it takes the classic update; a block of
+    /// it dirty in the cache is overwritten there too, so the cache never holds older data
+    /// than the disk.
+    pub(super) fn overflow(
+        &mut self,
+        now: Nanos,
+        id: u64,
+        stripes: &[((u32, u64), Vec<UnitPiece>)],
+    ) {
+        let blocks = self.write_blocks(stripes);
         let c = self.cache.as_mut().expect("a cache");
         c.counters.overflows += 1;
-        c.counters.host_write_blocks += addrs.len() as u64;
-        for k in addrs {
+        c.counters.host_write_blocks += blocks.len() as u64;
+        for (key, unit, row) in blocks {
+            let k = self.data_addr(key, unit, row);
+            let c = self.cache.as_mut().expect("a cache");
             if c.write.is_dirty(k) {
                 c.write.host_write(k, now);
+                let lba = self.block_logical(key, unit, row);
+                self.nv_absorb(k, id, lba, true);
             }
         }
     }
@@ -168,10 +194,11 @@ impl Raid5Array {
     pub(super) fn invalidate_written(&mut self, written: &[(usize, u64, u32)]) {
         for &(disk, lba, sectors) in written {
             let blocks: Vec<BlockAddr> = self.blocks(disk, lba, sectors).collect();
-            let c = self.cache.as_mut().expect("a cache");
             for k in blocks {
+                let c = self.cache.as_mut().expect("a cache");
                 c.read.invalidate(k);
                 c.write.invalidate_available(k);
+                self.nv_invalidate(k);
             }
         }
     }
@@ -465,6 +492,7 @@ impl Raid5Array {
         // Per disk, the blocks to write and their last host write (LRU recency).
         let mut writes: BTreeMap<u32, BTreeMap<u64, Nanos>> = BTreeMap::new();
         for (row, units) in &ready[..take] {
+            let mut new = Vec::with_capacity(units.len());
             for &u in units {
                 let k = self.data_addr(key, u, *row);
                 let c = self.cache.as_mut().expect("a cache");
@@ -474,21 +502,28 @@ impl Raid5Array {
                     .get_mut(&key)
                     .expect("dirty blocks")
                     .remove(&(u, *row));
-                if lost == Some(k.0 as usize) {
-                    // Its new contents are in the parity: nothing to write.
-                    c.write.destaged(k);
-                } else {
+                self.nv_computed(k);
+                new.push(k);
+                if lost != Some(k.0 as usize) {
                     writes.entry(k.0).or_default().insert(k.1, t);
                 }
             }
             let p = self.parity_addr(key, *row);
+            let old = self.row_needs(key, *row, units, lost);
             let c = self.cache.as_mut().expect("a cache");
             c.read.invalidate(p);
             if lost == Some(p.0 as usize) {
                 c.write.invalidate_available(p);
+                self.nv_invalidate(p);
             } else {
                 c.write.add_parity(p);
+                self.nv_parity(p, &old, &new);
                 writes.entry(p.0).or_default().insert(p.1, now);
+            }
+            // A block of the lost disk: its new contents are in the parity, nothing to write.
+            for k in new.into_iter().filter(|k| lost == Some(k.0 as usize)) {
+                self.cache.as_mut().expect("a cache").write.destaged(k);
+                self.nv_destaged(k);
             }
         }
         self.occupancy_changed();
@@ -524,10 +559,11 @@ impl Raid5Array {
         let blocks: Vec<BlockAddr> = self.blocks(disk, op.lba, op.sectors).collect();
         self.count_disk_write(op.sectors);
         self.note_occupancy(now);
-        let c = self.cache.as_mut().expect("a cache");
         for k in blocks {
-            c.write.destaged(k);
+            self.cache.as_mut().expect("a cache").write.destaged(k);
+            self.nv_destaged(k);
         }
+        let c = self.cache.as_mut().expect("a cache");
         c.rounds[r].left -= 1;
         let round_done = c.rounds[r].left == 0;
         self.occupancy_changed();

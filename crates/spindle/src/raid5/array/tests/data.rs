@@ -39,12 +39,13 @@ fn fingerprints(buf: &[u8]) -> Vec<u64> {
         .collect()
 }
 
-/// A write's life, for what a read may return.
+/// A write's life, for what a read may return, in ticks of the harness's event order (two
+/// events at one instant are still ordered: the controller handled one first).
 #[derive(Clone, Copy, Debug)]
 struct Write {
     id: u64,
-    arrival: Nanos,
-    ack: Option<Nanos>,
+    arrival: u64,
+    ack: Option<u64>,
 }
 
 #[derive(Default)]
@@ -56,10 +57,13 @@ struct Model {
     /// Writes per array sector, in arrival order.
     writes: HashMap<u64, Vec<Write>>,
     /// Reads in flight: id → (arrival, first sector, fingerprints got).
-    reads: HashMap<u64, (Nanos, u64, Vec<Option<u64>>)>,
+    reads: HashMap<u64, (u64, u64, Vec<Option<u64>>)>,
+    /// Host arrivals handled and completions received so far.
+    tick: u64,
     /// What each array sector held before the run (random, parity consistent).
     initial: HashMap<u64, u64>,
     checked_reads: u64,
+    nvram_moves: u64,
     xor_moves: u64,
     recon_reads: u64,
 }
@@ -148,6 +152,16 @@ impl Model {
                     self.write_runs(mv.disk, c, &fps);
                 }
             }
+            (Op::Write, Bytes::Nvram(offset)) => {
+                self.nvram_moves += 1;
+                let from = Source::Nvram(*offset);
+                let mut b = vec![0; mv.sectors as usize * SB];
+                self.read_source(&from, &mut b).unwrap();
+                let fps = fingerprints(&b);
+                for c in &mv.copies {
+                    self.write_runs(mv.disk, c, &fps);
+                }
+            }
             (Op::Write, Bytes::Xor(pieces)) => {
                 self.xor_moves += 1;
                 let fps = self.xor(pieces, mv.sectors);
@@ -173,17 +187,11 @@ impl Model {
     }
 
     /// The fingerprints sector `s` may hold for a reader that began at `from` and ended at
-    /// `to`: the last write acknowledged before `from` (0 if none), or any write that
-    /// arrived before `to` and was not acknowledged before `from`.
-    fn allowed(&self, s: u64, from: Nanos, to: Nanos) -> Vec<u64> {
+    /// `to` (ticks): what it may hold at rest at `from`, or any write that arrived before
+    /// `to` and was not acknowledged before `from`.
+    fn allowed(&self, s: u64, from: u64, to: u64) -> Vec<u64> {
         let ws = self.writes.get(&s).map_or(&[][..], |v| &v[..]);
-        let before = self.initial.get(&s).copied().unwrap_or(0);
-        let last = ws
-            .iter()
-            .filter(|w| w.ack.is_some_and(|a| a <= from))
-            .max_by_key(|w| w.ack)
-            .map_or(before, |w| fingerprint(w.id, s));
-        let mut ok = vec![last];
+        let mut ok = self.allowed_at_rest(s, from);
         ok.extend(
             ws.iter()
                 .filter(|w| w.arrival < to && w.ack.is_none_or(|a| a > from))
@@ -192,9 +200,12 @@ impl Model {
         ok
     }
 
-    /// What sector `s` may hold when nothing is in flight any more (or at a crash, `now`):
-    /// a write not superseded by a later one acknowledged by then (or 0).
-    fn allowed_at_rest(&self, s: u64, now: Nanos) -> Vec<u64> {
+    /// What sector `s` may hold at `now` (ticks) by the writes acknowledged by then: one
+    /// not superseded by a write that arrived after it was acknowledged and was itself
+    /// acknowledged by `now` (writes that overlapped in time may land in either order), or
+    /// the initial contents if none was acknowledged. At a crash, writes in flight may
+    /// also have landed.
+    fn allowed_at_rest(&self, s: u64, now: u64) -> Vec<u64> {
         let ws = self.writes.get(&s).map_or(&[][..], |v| &v[..]);
         let acked_later = |w: &Write| {
             ws.iter()
@@ -241,25 +252,24 @@ fn prefilled(a: &Raid5Array, rng: &mut Pcg64Mcg) -> Model {
 /// the order polled and checking each read as it is answered; stops after `crash_after`
 /// NVRAM writes and moves if given (a crash between any two, as power can fail between
 /// any two writes). Returns the instant of the last event.
-fn run(a: &mut Raid5Array, m: &mut Model, reqs: &[HostRequest], crash_after: Option<u64>) -> Nanos {
+fn run(a: &mut Raid5Array, m: &mut Model, reqs: &[HostRequest], crash_after: Option<u64>) -> u64 {
     use std::cmp::Reverse;
     let mut heap = std::collections::BinaryHeap::new();
     let mut next = reqs.iter().peekable();
     let mut effects = 0u64;
-    let mut now = Nanos::ZERO;
     loop {
         loop {
             while let Some(w) = a.poll_nvram() {
                 effects += 1;
                 if crash_after.is_some_and(|n| effects > n) {
-                    return now;
+                    return m.tick;
                 }
                 m.apply_nvram(&w);
             }
             while let Some(mv) = a.poll_data() {
                 effects += 1;
                 if crash_after.is_some_and(|n| effects > n) {
-                    return now;
+                    return m.tick;
                 }
                 m.apply(&mv);
             }
@@ -267,11 +277,12 @@ fn run(a: &mut Raid5Array, m: &mut Model, reqs: &[HostRequest], crash_after: Opt
                 Some(Action::DiskBusy { disk, until }) => heap.push(Reverse((until, disk))),
                 Some(Action::Wake { at }) => heap.push(Reverse((at, WAKE))),
                 Some(Action::Complete(c)) => {
+                    m.tick += 1;
                     if c.op == Op::Write {
                         let (first, n) = m.live.remove(&c.id).expect("a live write");
                         for s in first..first + u64::from(n) {
                             let w = m.writes.get_mut(&s).unwrap();
-                            w.iter_mut().find(|w| w.id == c.id).unwrap().ack = Some(c.done);
+                            w.iter_mut().find(|w| w.id == c.id).unwrap().ack = Some(m.tick);
                         }
                     } else {
                         let (arrival, first, got) = m.reads.remove(&c.id).expect("a live read");
@@ -279,11 +290,13 @@ fn run(a: &mut Raid5Array, m: &mut Model, reqs: &[HostRequest], crash_after: Opt
                             let s = first + i as u64;
                             let fp = fp
                                 .unwrap_or_else(|| panic!("read {}: sector {s} never read", c.id));
-                            let ok = m.allowed(s, arrival, c.done);
+                            let ok = m.allowed(s, arrival, m.tick);
                             assert!(
                                 ok.contains(&fp),
-                                "read {} of sector {s} got {fp:#x}, may get {ok:#x?}",
-                                c.id
+                                "read {} (arrived at tick {arrival}, now {}) of sector {s} got {fp:#x}, may get {ok:#x?}; writes {:?}",
+                                c.id,
+                                m.tick,
+                                m.writes.get(&s)
                             );
                             m.checked_reads += 1;
                         }
@@ -294,31 +307,30 @@ fn run(a: &mut Raid5Array, m: &mut Model, reqs: &[HostRequest], crash_after: Opt
         }
         let disk_t = heap.peek().map(|Reverse((t, _))| *t);
         let host_first = match (next.peek(), disk_t) {
-            (None, None) => return now,
+            (None, None) => return m.tick,
             (Some(r), Some(t)) => r.arrival <= t,
             (Some(_), None) => true,
             (None, Some(_)) => false,
         };
         if host_first {
             let r = *next.next().unwrap();
-            now = r.arrival;
+            m.tick += 1;
             if r.op == Op::Write {
                 m.live.insert(r.id, (r.lba, r.sectors));
                 for s in r.lba..r.lba + u64::from(r.sectors) {
                     m.writes.entry(s).or_default().push(Write {
                         id: r.id,
-                        arrival: r.arrival,
+                        arrival: m.tick,
                         ack: None,
                     });
                 }
             } else {
                 m.reads
-                    .insert(r.id, (r.arrival, r.lba, vec![None; r.sectors as usize]));
+                    .insert(r.id, (m.tick, r.lba, vec![None; r.sectors as usize]));
             }
             a.handle(r.arrival, Event::Host(r));
         } else {
             let Reverse((t, disk)) = heap.pop().unwrap();
-            now = t;
             if disk == WAKE {
                 a.handle(t, Event::Wake);
             } else {
@@ -330,6 +342,22 @@ fn run(a: &mut Raid5Array, m: &mut Model, reqs: &[HostRequest], crash_after: Opt
 
 /// Every stripe's parity is the XOR of its data, on every disk but `lost` (a stripe whose
 /// unit on it is not rebuilt is skipped).
+/// Whether stripe `(g, s)` has data or parity in the write cache newer than its disks
+/// (the threshold algorithms leave some at low occupancy).
+fn cached_newer(a: &Raid5Array, g: u32, s: u64) -> bool {
+    let Some(c) = a.cache.as_ref() else {
+        return false;
+    };
+    let l = a.layout();
+    let bs = u64::from(a.block_sectors);
+    let first = (g * l.width()) as usize;
+    c.dirty.contains_key(&(g, s))
+        || (first..first + l.width() as usize).any(|d| {
+            let b0 = l.stripe_lba(s) / bs;
+            (b0..b0 + u64::from(l.unit_sectors()) / bs).any(|b| c.write.has_newer((d as u32, b)))
+        })
+}
+
 fn assert_parity(a: &Raid5Array, m: &Model, skip_disk: Option<usize>) {
     let l = a.layout();
     let unit = u64::from(l.unit_sectors());
@@ -339,7 +367,7 @@ fn assert_parity(a: &Raid5Array, m: &Model, skip_disk: Option<usize>) {
                 .map(|k| l.data_disk(g, s, k))
                 .chain(std::iter::once(l.parity_disk(g, s)))
                 .collect();
-            if skip_disk.is_some_and(|x| disks.contains(&x)) {
+            if skip_disk.is_some_and(|x| disks.contains(&x)) || cached_newer(a, g, s) {
                 continue;
             }
             for o in 0..unit {
@@ -358,13 +386,16 @@ fn assert_parity(a: &Raid5Array, m: &Model, skip_disk: Option<usize>) {
 }
 
 /// Every array sector holds a write it may hold at rest (read through the layout).
-fn assert_contents(a: &Raid5Array, m: &Model, now: Nanos, what: &str) {
+fn assert_contents(a: &Raid5Array, m: &Model, now: u64, what: &str) {
     let l = a.layout();
     let sectors: Vec<u64> = m.initial.keys().chain(m.writes.keys()).copied().collect();
     for s in sectors {
         let mut pieces = Vec::new();
         l.pieces(s, 1, &mut pieces);
         let p = pieces[0];
+        if cached_newer(a, p.group, p.stripe) {
+            continue;
+        }
         let d = l.data_disk(p.group, p.stripe, p.unit);
         let lba = l.stripe_lba(p.stripe) + u64::from(p.offset);
         let fp = m.disks[d].get(&lba).copied().unwrap_or(0);
@@ -401,7 +432,48 @@ fn workload(cap: u64, rng: &mut Pcg64Mcg, n: u64) -> Vec<HostRequest> {
 }
 
 fn small(rotation: ParityRotation, seed: u64, failure: Option<FailureConfig>) -> Raid5Array {
-    build_failing((2, 4, 16), Some(24_000), rotation, None, seed, failure)
+    small_cached(rotation, seed, failure, None)
+}
+
+fn small_cached(
+    rotation: ParityRotation,
+    seed: u64,
+    failure: Option<FailureConfig>,
+    cache: Option<CacheConfig>,
+) -> Raid5Array {
+    build_failing((2, 4, 16), Some(24_000), rotation, cache, seed, failure)
+}
+
+/// A write cache of 8–48 blocks (overflows come often) with a random destage algorithm.
+fn random_cache(rng: &mut Pcg64Mcg) -> CacheConfig {
+    use crate::cache::DestagePolicy;
+    let policies = [
+        DestagePolicy::Fcfs,
+        DestagePolicy::LeastCost,
+        DestagePolicy::high_low_default(),
+        DestagePolicy::linear_threshold_default(),
+        DestagePolicy::regions_default(),
+    ];
+    CacheConfig {
+        write_blocks: rng.gen_range(8..48),
+        read_blocks: rng.gen_range(0..64),
+        parity_reserve: 3,
+        policy: policies[rng.gen_range(0..policies.len())].clone(),
+    }
+}
+
+/// Requests of whole 4 KiB blocks (what a cached array accepts with data moves on).
+fn whole_blocks(reqs: Vec<HostRequest>, cap: u64) -> Vec<HostRequest> {
+    reqs.into_iter()
+        .map(|mut r| {
+            r.lba = r.lba / 8 * 8;
+            r.sectors = r.sectors.div_ceil(8) * 8;
+            if r.lba + u64::from(r.sectors) > cap {
+                r.lba = cap - u64::from(r.sectors);
+            }
+            r
+        })
+        .collect()
 }
 
 #[test]
@@ -412,8 +484,8 @@ fn parity_is_the_xor_of_the_data_and_reads_see_acknowledged_writes_through_failu
         ParityRotation::RightSymmetric,
         ParityRotation::Dedicated,
     ];
-    let (mut recon, mut xors, mut reads) = (0, 0, 0);
-    for case in 0..24u64 {
+    let (mut recon, mut xors, mut reads, mut nvram) = (0, 0, 0, 0);
+    for case in 0..48u64 {
         let mut rng = Pcg64Mcg::seed_from_u64(500 + case);
         let rotation = rotations[case as usize % rotations.len()];
         // A third healthy, a third failing mid-run and rebuilt, a third failing for good.
@@ -426,10 +498,16 @@ fn parity_is_the_xor_of_the_data_and_reads_see_acknowledged_writes_through_failu
                 rate_bytes_per_s: rng.gen_bool(0.5).then_some(2e6),
             }),
         };
-        let mut a = small(rotation, case, failure.clone());
+        // Every other case with the write cache.
+        let cache = (case % 2 == 1).then(|| random_cache(&mut rng));
+        let mut a = small_cached(rotation, case, failure.clone(), cache.clone());
         assert!(a.enable_data_moves());
         let mut m = prefilled(&a, &mut rng);
-        let reqs = workload(a.capacity_sectors(), &mut rng, 400);
+        let cap = a.capacity_sectors();
+        let mut reqs = workload(cap, &mut rng, 400);
+        if cache.is_some() {
+            reqs = whole_blocks(reqs, cap);
+        }
         let end = run(&mut a, &mut m, &reqs, None);
         assert_eq!(a.outstanding(), 0, "case {case}");
         let lost = match &failure {
@@ -440,47 +518,55 @@ fn parity_is_the_xor_of_the_data_and_reads_see_acknowledged_writes_through_failu
             let s = a.rebuild_status().expect("failed");
             assert_eq!(s.done.is_some(), f.rebuild, "case {case}: {s:?}");
         }
+        // Stripes with newer data or parity still cached are left out.
         assert_parity(&a, &m, lost);
         if lost.is_none() {
             assert_contents(&a, &m, end, &format!("case {case}"));
         }
         recon += m.recon_reads;
+        nvram += m.nvram_moves;
         xors += m.xor_moves;
         reads += m.checked_reads;
     }
     // The test exercised what it claims to.
     assert!(
-        recon > 100 && xors > 1000 && reads > 10_000,
-        "{recon} {xors} {reads}"
+        recon > 100 && xors > 1000 && reads > 10_000 && nvram > 1000,
+        "{recon} {xors} {reads} {nvram}"
     );
 }
 
 #[test]
 fn a_crash_anywhere_leaves_consistent_parity_after_recovery_and_every_acknowledged_write() {
     let mut repaired = 0;
-    for case in 0..60u64 {
+    for case in 0..120u64 {
         let mut rng = Pcg64Mcg::seed_from_u64(900 + case);
         let rotation =
             [ParityRotation::LeftSymmetric, ParityRotation::Dedicated][case as usize % 2];
-        let mut a = small(rotation, case, None);
+        let cache = (case % 3 != 0).then(|| random_cache(&mut rng));
+        let mut a = small_cached(rotation, case, None, cache.clone());
         assert!(a.enable_data_moves());
         let mut m = prefilled(&a, &mut rng);
-        let reqs = workload(a.capacity_sectors(), &mut rng, 200);
+        let cap = a.capacity_sectors();
+        let mut reqs = workload(cap, &mut rng, 200);
+        if cache.is_some() {
+            reqs = whole_blocks(reqs, cap);
+        }
         let crash = rng.gen_range(1..600);
         let now = run(&mut a, &mut m, &reqs, Some(crash));
         // Power fails: the disks and the NVRAM image are what the moves and NVRAM writes
         // made them. A new controller recovers from them.
-        let mut b = small(rotation, case, None);
+        let mut b = small_cached(rotation, case, None, cache);
         assert!(b.enable_data_moves());
-        let image = std::mem::take(&mut m.nvram);
         let mut read = |_: usize, _: &[crate::drive::Run], _: &mut [u8]| Ok(());
-        let repairs = b
-            .recover(&image, &mut read)
-            .expect("a clean image recovers");
+        let image = m.nvram.clone();
+        let repairs = b.recover(&image, &mut read).expect("a clean image recovers");
         repaired += repairs.len();
+        // Repairs read the image recovery saw; then the image is replaced by the new
+        // controller's.
         for mv in &repairs {
             m.apply(mv);
         }
+        m.nvram.clear();
         while let Some(w) = b.poll_nvram() {
             m.apply_nvram(&w);
         }
@@ -536,14 +622,15 @@ fn malformed_or_foreign_nvram_images_are_refused() {
         .0
         .contains("magic"));
     let mut bad = m.nvram.clone();
-    bad.resize(32 + 16, 0);
-    bad[32] = 7;
+    // The first intent slot (no cache: right after the header, at 4 KiB).
+    bad.resize(4096 + 16, 0);
+    bad[4096] = 7;
     assert!(fresh()
         .recover(&bad, &mut read)
         .unwrap_err()
         .0
-        .contains("slot 0"));
-    // A cached array has no bytes yet: data moves are refused, not faked.
+        .contains("intent slot 0"));
+    // A cached array's image is not a cacheless one's.
     let mut c = cached(
         crate::cache::DestagePolicy::Fcfs,
         16,
@@ -552,5 +639,33 @@ fn malformed_or_foreign_nvram_images_are_refused() {
         ParityRotation::LeftSymmetric,
         1,
     );
-    assert!(!c.enable_data_moves());
+    assert!(c.enable_data_moves());
+    assert!(c
+        .recover(&m.nvram, &mut read)
+        .unwrap_err()
+        .0
+        .contains("different parity array"));
+}
+
+#[test]
+fn data_moves_do_not_change_timing() {
+    for case in 0..6u64 {
+        let mut rng = Pcg64Mcg::seed_from_u64(77 + case);
+        let cache = (case % 2 == 1).then(|| random_cache(&mut rng));
+        let rotation = [ParityRotation::LeftSymmetric, ParityRotation::Dedicated][case as usize % 2];
+        let timing = |data: bool| {
+            let mut a = small_cached(rotation, case, None, cache.clone());
+            if data {
+                assert!(a.enable_data_moves());
+            }
+            let cap = a.capacity_sectors();
+            let mut r = Pcg64Mcg::seed_from_u64(case);
+            let reqs = whole_blocks(workload(cap, &mut r, 300), cap);
+            drain(&mut a, &reqs)
+                .iter()
+                .map(|c| (c.id, c.done))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(timing(false), timing(true), "case {case}");
+    }
 }
