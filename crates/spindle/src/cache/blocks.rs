@@ -152,7 +152,10 @@ impl WriteCache {
 
     /// The available blocks trimmed since the last call.
     pub fn take_evicted(&mut self) -> Vec<BlockAddr> {
-        self.evicted.as_mut().map(std::mem::take).unwrap_or_default()
+        self.evicted
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// A version of `k` whose parity is computed waits for its destage write.

@@ -149,6 +149,10 @@ pub struct CacheCounters {
     /// (ns): the paper's "host reads serviced by the disks".
     pub disk_reads: u64,
     pub disk_read_ns: u128,
+    /// Destage write accesses (a same-track batch is one) and their service times summed
+    /// (ns): positioning and transfer, queueing excluded (the paper's fig. 13).
+    pub destage_writes: u64,
+    pub destage_write_ns: u128,
 }
 
 /// Deferred work a controller owes at an instant: disk operations no host request waits

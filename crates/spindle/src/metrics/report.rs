@@ -102,6 +102,10 @@ pub struct CacheReport {
     /// Mean response time of the host reads answered in the window that needed the disks
     /// (the paper's read response time, fig. 8); null when there were none.
     pub disk_read_mean_ms: Option<f64>,
+    /// Mean service time of the destage write accesses done in the window (a same-track
+    /// batch is one access; queueing excluded): the paper's fig. 13 measure of how well
+    /// the destage algorithm picks cheap destages; null when there were none.
+    pub destage_write_mean_ms: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -162,6 +166,12 @@ impl CacheReport {
             disk_read_mean_ms: {
                 let n = end.disk_reads - start.disk_reads;
                 (n > 0).then(|| (end.disk_read_ns - start.disk_read_ns) as f64 / n as f64 / 1e6)
+            },
+            destage_write_mean_ms: {
+                let n = end.destage_writes - start.destage_writes;
+                (n > 0).then(|| {
+                    (end.destage_write_ns - start.destage_write_ns) as f64 / n as f64 / 1e6
+                })
             },
         }
     }

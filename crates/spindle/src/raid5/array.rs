@@ -774,6 +774,10 @@ impl Raid5Array {
         d.clock.finish();
         d.head.cylinder = f.access.end_cylinder;
         d.head.head = f.access.end_head;
+        if let (Kind::DestageWrite(_), Some(c)) = (self.ops[f.op].kind, self.cache.as_mut()) {
+            c.counters.destage_writes += 1;
+            c.counters.destage_write_ns += u128::from(f.access.end.since(f.started).0);
+        }
         for &id in std::iter::once(&f.op).chain(&f.batch) {
             let op = self.ops.remove(id);
             debug_assert_eq!(op.disk, disk);

@@ -377,7 +377,7 @@ impl Raid5Array {
         let err = |m: String| RecoverError(m);
         if image.len() < HEADER_BYTES as usize || &image[..8] != MAGIC {
             return Err(err(
-                "the NVRAM image is not a parity array's (bad magic)".into(),
+                "the NVRAM image is not a parity array's (bad magic)".into()
             ));
         }
         let want = self.header();

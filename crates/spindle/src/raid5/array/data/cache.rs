@@ -302,21 +302,25 @@ impl Raid5Array {
                 },
             };
             let logical = self.logical_of(disk, start);
-            self.data.as_mut().expect("data on").moves.push_back(DataMove {
-                disk,
-                op: Op::Read,
-                lba: logical,
-                sectors: bs,
-                bytes: Bytes::HostXor {
-                    id,
-                    pieces: vec![Piece {
-                        at: 0,
-                        sectors: bs,
-                        from,
-                    }],
-                },
-                copies: Vec::new(),
-            });
+            self.data
+                .as_mut()
+                .expect("data on")
+                .moves
+                .push_back(DataMove {
+                    disk,
+                    op: Op::Read,
+                    lba: logical,
+                    sectors: bs,
+                    bytes: Bytes::HostXor {
+                        id,
+                        pieces: vec![Piece {
+                            at: 0,
+                            sectors: bs,
+                            from,
+                        }],
+                    },
+                    copies: Vec::new(),
+                });
         }
     }
 
@@ -345,14 +349,18 @@ impl Raid5Array {
             } else {
                 self.logical_of(disk, start)
             };
-            self.data.as_mut().expect("data on").moves.push_back(DataMove {
-                disk,
-                op: Op::Write,
-                lba: logical,
-                sectors: bs,
-                bytes: Bytes::Nvram(geo.cache_block(slot)),
-                copies: vec![run(start, bs)],
-            });
+            self.data
+                .as_mut()
+                .expect("data on")
+                .moves
+                .push_back(DataMove {
+                    disk,
+                    op: Op::Write,
+                    lba: logical,
+                    sectors: bs,
+                    bytes: Bytes::Nvram(geo.cache_block(slot)),
+                    copies: vec![run(start, bs)],
+                });
         }
     }
 

@@ -559,7 +559,9 @@ fn a_crash_anywhere_leaves_consistent_parity_after_recovery_and_every_acknowledg
         assert!(b.enable_data_moves());
         let mut read = |_: usize, _: &[crate::drive::Run], _: &mut [u8]| Ok(());
         let image = m.nvram.clone();
-        let repairs = b.recover(&image, &mut read).expect("a clean image recovers");
+        let repairs = b
+            .recover(&image, &mut read)
+            .expect("a clean image recovers");
         repaired += repairs.len();
         // Repairs read the image recovery saw; then the image is replaced by the new
         // controller's.
@@ -652,7 +654,8 @@ fn data_moves_do_not_change_timing() {
     for case in 0..6u64 {
         let mut rng = Pcg64Mcg::seed_from_u64(77 + case);
         let cache = (case % 2 == 1).then(|| random_cache(&mut rng));
-        let rotation = [ParityRotation::LeftSymmetric, ParityRotation::Dedicated][case as usize % 2];
+        let rotation =
+            [ParityRotation::LeftSymmetric, ParityRotation::Dedicated][case as usize % 2];
         let timing = |data: bool| {
             let mut a = small_cached(rotation, case, None, cache.clone());
             if data {
