@@ -80,13 +80,16 @@ pub enum Source {
     Nvram(u64),
 }
 
-/// The XOR of `pieces` over `sectors` sectors, each source read through `read` (which
-/// fills its buffer with the source's bytes); for drivers and tests.
+/// Fills a buffer with a source's bytes (a driver's host buffers, disks and NVRAM image).
+pub type SourceReader<'a> = dyn FnMut(&Source, &mut [u8]) -> Result<(), String> + 'a;
+
+/// The XOR of `pieces` over `sectors` sectors, each source read through `read`; for drivers
+/// and tests.
 pub fn xor_pieces(
     pieces: &[Piece],
     sectors: u32,
     sector_bytes: u32,
-    read: &mut dyn FnMut(&Source, &mut [u8]) -> Result<(), String>,
+    read: &mut SourceReader<'_>,
 ) -> Result<Vec<u8>, String> {
     let sb = sector_bytes as usize;
     let mut out = vec![0u8; sectors as usize * sb];

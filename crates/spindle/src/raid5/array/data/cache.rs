@@ -19,6 +19,9 @@ use crate::engine::{Bytes, NvramBytes, NvramWrite, Piece, RecoverError, Source};
 use crate::Op;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+/// Repair writes of cached data, and the stripes whose parity is to be recomputed.
+pub(super) type CacheRepairs = (Vec<DataMove>, BTreeSet<(u32, u64)>);
+
 const DIRTY: u8 = 1;
 const PENDING_DATA: u8 = 2;
 const PENDING_PARITY: u8 = 3;
@@ -370,7 +373,7 @@ impl Raid5Array {
         &self,
         image: &[u8],
         geo: Geometry,
-    ) -> Result<(Vec<DataMove>, BTreeSet<(u32, u64)>), RecoverError> {
+    ) -> Result<CacheRepairs, RecoverError> {
         let Some(c) = self.cache.as_ref() else {
             return Ok(Default::default());
         };
