@@ -118,16 +118,7 @@ impl Raid5Array {
     fn nv_evictions(&mut self) {
         let evicted = self.cache.as_mut().expect("a cache").write.take_evicted();
         for k in evicted {
-            let s = self
-                .data
-                .as_mut()
-                .expect("data on")
-                .cache
-                .at
-                .remove(&(k, Ver::Available));
-            if let Some(s) = s {
-                self.slot_free(s);
-            }
+            self.nv_invalidate(k);
         }
     }
 
@@ -149,30 +140,25 @@ impl Raid5Array {
             from: Source::Host { id, lba },
         }];
         if in_place {
-            let slot = self.data.as_ref().expect("data on").cache.at[&(k, Ver::Dirty)];
+            let slot = self.slots()[&(k, Ver::Dirty)];
             self.store_block(slot, pieces);
             return;
         }
-        // An available copy is superseded.
-        if let Some(s) = self
-            .data
-            .as_mut()
-            .expect("data on")
-            .cache
-            .at
-            .remove(&(k, Ver::Available))
-        {
-            self.slot_free(s);
-        }
+        self.new_version(k, Ver::Dirty, DIRTY, pieces);
+    }
+
+    fn slots(&mut self) -> &mut HashMap<(BlockAddr, Ver), u32> {
+        &mut self.data.as_mut().expect("data on").cache.at
+    }
+
+    /// A new version of `k` in a slot of its own, holding the XOR of `pieces`; an
+    /// available copy of `k` it supersedes gives up its slot first.
+    fn new_version(&mut self, k: BlockAddr, ver: Ver, state: u8, pieces: Vec<Piece>) {
+        self.nv_invalidate(k);
         let slot = self.slot_alloc();
         self.store_block(slot, pieces);
-        self.set_header(slot, DIRTY, k);
-        self.data
-            .as_mut()
-            .expect("data on")
-            .cache
-            .at
-            .insert((k, Ver::Dirty), slot);
+        self.set_header(slot, state, k);
+        self.slots().insert((k, ver), slot);
         self.nv_evictions();
     }
 
@@ -181,7 +167,7 @@ impl Raid5Array {
         if !self.nv_on() {
             return;
         }
-        let at = &mut self.data.as_mut().expect("data on").cache.at;
+        let at = self.slots();
         let slot = at.remove(&(k, Ver::Dirty)).expect("a dirty slot");
         at.insert((k, Ver::Pending), slot);
         self.set_header(slot, PENDING_DATA, k);
@@ -205,33 +191,14 @@ impl Raid5Array {
             .map(|&(disk, b)| disk_piece(0, disk as usize, b * u64::from(bs), bs))
             .collect();
         for &k in new {
-            let slot = self.data.as_ref().expect("data on").cache.at[&(k, Ver::Pending)];
+            let slot = self.slots()[&(k, Ver::Pending)];
             pieces.push(Piece {
                 at: 0,
                 sectors: bs,
                 from: Source::Nvram(geo.cache_block(slot)),
             });
         }
-        if let Some(s) = self
-            .data
-            .as_mut()
-            .expect("data on")
-            .cache
-            .at
-            .remove(&(p, Ver::Available))
-        {
-            self.slot_free(s);
-        }
-        let slot = self.slot_alloc();
-        self.store_block(slot, pieces);
-        self.set_header(slot, PENDING_PARITY, p);
-        self.data
-            .as_mut()
-            .expect("data on")
-            .cache
-            .at
-            .insert((p, Ver::Pending), slot);
-        self.nv_evictions();
+        self.new_version(p, Ver::Pending, PENDING_PARITY, pieces);
     }
 
     /// A pending version of `k` reached its disk (or, degraded, the parity).
@@ -240,7 +207,7 @@ impl Raid5Array {
             return;
         }
         let available = self.cache.as_ref().expect("a cache").write.is_available(k);
-        let at = &mut self.data.as_mut().expect("data on").cache.at;
+        let at = self.slots();
         let slot = at.remove(&(k, Ver::Pending)).expect("a pending slot");
         if available {
             at.insert((k, Ver::Available), slot);
@@ -252,19 +219,13 @@ impl Raid5Array {
         self.nv_evictions();
     }
 
-    /// `k`'s available copy is stale (a write bypassed the cache).
+    /// `k`'s available copy is stale (a write bypassed the cache, or a new version
+    /// supersedes it): its slot is freed.
     pub(in crate::raid5::array) fn nv_invalidate(&mut self, k: BlockAddr) {
         if !self.nv_on() {
             return;
         }
-        let s = self
-            .data
-            .as_mut()
-            .expect("data on")
-            .cache
-            .at
-            .remove(&(k, Ver::Available));
-        if let Some(s) = s {
+        if let Some(s) = self.slots().remove(&(k, Ver::Available)) {
             self.slot_free(s);
         }
     }
@@ -345,7 +306,7 @@ impl Raid5Array {
         for b in lba / u64::from(bs)..(lba + u64::from(sectors)) / u64::from(bs) {
             let k = (disk as u32, b);
             let start = b * u64::from(bs);
-            let slot = self.data.as_ref().expect("data on").cache.at[&(k, Ver::Pending)];
+            let slot = self.slots()[&(k, Ver::Pending)];
             let parity = self.layout.parity_disk(group, start / unit) == disk;
             let logical = if parity {
                 0
