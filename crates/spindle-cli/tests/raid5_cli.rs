@@ -208,7 +208,7 @@ fn failure_keys_are_checked() {
             "array.rebuild_rate_mb_s",
         ),
         (
-            "failed_disk = 1\nrebuild_rate_mb_s = 0\n",
+            "failed_disk = 1\nrebuild_rate_mb_s = 0.0001\n",
             "array.rebuild_rate_mb_s",
         ),
     ] {

@@ -234,11 +234,13 @@ impl Experiment {
                     "is the rebuild's pace, but array.rebuild is false",
                 ))
             }
-            Some(r) if r.is_finite() && r > 0.0 => Some(r * 1e6),
+            // At least 1 kB/s: a slower rebuild of a large disk would outlast the 584 years
+            // of virtual time a run can span.
+            Some(r) if r.is_finite() && r >= 0.001 => Some(r * 1e6),
             Some(r) => {
                 return Err(self.error(
                     "array.rebuild_rate_mb_s",
-                    format!("must be > 0 MB/s, got {r}"),
+                    format!("must be at least 0.001 MB/s, got {r}"),
                 ))
             }
         };

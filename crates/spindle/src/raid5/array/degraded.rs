@@ -84,11 +84,15 @@ impl Failure {
         }
         let step_ns = match cfg.rate_bytes_per_s {
             None => None,
-            Some(r) if r.is_finite() && r > 0.0 => {
+            Some(r) if r.is_finite() && r >= 1e3 => {
                 let unit = f64::from(layout.unit_sectors()) * f64::from(sector_bytes);
                 Some(((unit / r) * 1e9).round().max(1.0) as u64)
             }
-            Some(r) => return Err(format!("the rebuild rate must be > 0, got {r} bytes/s")),
+            Some(r) => {
+                return Err(format!(
+                    "the rebuild rate must be at least 1000 bytes/s, got {r}"
+                ))
+            }
         };
         Ok(Failure {
             cfg: cfg.clone(),

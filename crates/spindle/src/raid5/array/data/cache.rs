@@ -12,7 +12,7 @@
 //! with new parity pending (its round may have written data and not yet the parity), is
 //! then recomputed from the data (`super::recover_image`). Available blocks are not needed.
 
-use super::super::Raid5Array;
+use super::super::{Raid5Array, BLOCK_BYTES};
 use super::{disk_piece, run, DataMove, Geometry, SLOT_BYTES};
 use crate::cache::BlockAddr;
 use crate::engine::{Bytes, NvramBytes, NvramWrite, Piece, RecoverError, Source};
@@ -375,6 +375,14 @@ impl Raid5Array {
             }
             if state == AVAILABLE {
                 continue;
+            }
+            // A valid header is written after its block: a block missing from the image
+            // means the image is damaged, not that the block was zeros.
+            if geo.cache_block(i) + u64::from(BLOCK_BYTES) > image.len() as u64 {
+                return Err(RecoverError(format!(
+                    "NVRAM cache slot {i}: its block lies beyond the image's {} bytes",
+                    image.len()
+                )));
             }
             let e = newest.entry((disk, block)).or_insert((state, i));
             if state == DIRTY {

@@ -647,6 +647,24 @@ fn malformed_or_foreign_nvram_images_are_refused() {
         .unwrap_err()
         .0
         .contains("different parity array"));
+    // A cached block whose header is in the image but whose bytes are not: damaged.
+    let mut mc = prefilled(&c, &mut rng);
+    // Stopped right after the write is stored (header, block, slot header and state).
+    run(&mut c, &mut mc, &[req(0, Op::Write, 0, 8, 0)], Some(4));
+    let header_end = 48 + 16 * 16;
+    assert_eq!(mc.nvram[48], 1, "the write's block is dirty in slot 0");
+    mc.nvram.truncate(header_end);
+    let mut fresh_cached = cached(
+        crate::cache::DestagePolicy::Fcfs,
+        16,
+        16,
+        3,
+        ParityRotation::LeftSymmetric,
+        1,
+    );
+    fresh_cached.enable_data_moves();
+    let e = fresh_cached.recover(&mc.nvram, &mut read).unwrap_err();
+    assert!(e.0.contains("beyond the image"), "{e}");
 }
 
 #[test]
