@@ -226,3 +226,33 @@ fn failure_keys_are_checked() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("array.failed_disk"), "{}", stderr(&o));
 }
+
+#[test]
+fn the_channel_and_port_keys_are_checked_and_slow_the_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    for (layout, extra, key) in [
+        ("raid-5", "io_bus_mb_s = -1\n", "array.io_bus_mb_s"),
+        ("raid-5", "cache_port_mb_s = 5\n", "array.cache_port_mb_s"),
+        ("striping", "io_bus_mb_s = 20\n", "array.io_bus_mb_s"),
+    ] {
+        let b = body(layout, 0.5).replace(
+            "write_cache_bytes = 0\n",
+            &format!("write_cache_bytes = 0\n{extra}"),
+        );
+        let o = spindle(&["run", &experiment(dir.path(), &b), "--quiet"]);
+        assert!(!o.status.success(), "{layout} {extra}");
+        assert!(stderr(&o).contains(key), "{extra}: {}", stderr(&o));
+    }
+    // Reads of 4 KiB through a 1 MB/s channel take at least 4.096 ms more than without it.
+    let mean = |extra: &str| {
+        let b = body("raid-5", 1.0).replace(
+            "write_cache_bytes = 0\n",
+            &format!("write_cache_bytes = 0\n{extra}"),
+        );
+        run_json(dir.path(), &b)["latency"]["all"]["mean_ms"]
+            .as_f64()
+            .unwrap()
+    };
+    let (off, slow) = (mean("io_bus_mb_s = 0\n"), mean("io_bus_mb_s = 1\n"));
+    assert!(slow >= off + 4.096, "{off} ms without, {slow} ms at 1 MB/s");
+}

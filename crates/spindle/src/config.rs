@@ -168,6 +168,14 @@ pub struct ArraySpec {
     /// fast as the disks allow, one stripe at a time, competing with host I/O).
     #[serde(default)]
     pub rebuild_rate_mb_s: Option<f64>,
+    /// Parity layouts: the I/O channel between host and controller, MB/s (paper III.B:
+    /// 20); absent or 0: not modelled.
+    #[serde(default)]
+    pub io_bus_mb_s: Option<f64>,
+    /// Parity layouts with caches: the read cache's write port every disk read crosses,
+    /// MB/s (paper III.B: 20); absent or 0: not modelled.
+    #[serde(default)]
+    pub cache_port_mb_s: Option<f64>,
 }
 
 /// A destage algorithm by name (Varma & Jacobson, section II).
@@ -327,6 +335,8 @@ impl Default for ArraySpec {
             fail_at_ms: None,
             rebuild: None,
             rebuild_rate_mb_s: None,
+            io_bus_mb_s: None,
+            cache_port_mb_s: None,
         }
     }
 }
@@ -1480,6 +1490,11 @@ impl Experiment {
                 ("array.fail_at_ms", a.fail_at_ms.is_some()),
                 ("array.rebuild", a.rebuild.is_some()),
                 ("array.rebuild_rate_mb_s", a.rebuild_rate_mb_s.is_some()),
+                ("array.io_bus_mb_s", a.io_bus_mb_s.is_some_and(|r| r != 0.0)),
+                (
+                    "array.cache_port_mb_s",
+                    a.cache_port_mb_s.is_some_and(|r| r != 0.0),
+                ),
             ] {
                 if given {
                     return Err(self.error(

@@ -2,7 +2,8 @@
 //! algorithms, on their array: two parity groups of five HP 97560s, 9-block stripe units,
 //! a 1 MB write cache and an 8 MB read cache, their process-group workload (40 % writes, 2
 //! blocks per request on average). Each test names the figure and states its tolerance.
-//! Three seeds each: the orderings hold on every one (measured 2026-11-26, seeds 1–3).
+//! Three seeds each: the orderings hold on every one (measured 2026-11-26, seeds 1–3, with
+//! the paper's 20 MB/s I/O channel and cache ports, the default).
 
 mod common;
 use common::*;
@@ -80,7 +81,7 @@ fn linear_threshold_and_high_low_write_fewer_blocks_than_fcfs_and_least_cost() {
     // Fig. 5: "both FCFS and least-cost scheduling perform significantly more writes as
     // compared to the linear threshold scheduling algorithm ... the high/low mark algorithm
     // performs the best". "Significantly": at least 10 % more blocks written per host block
-    // (measured at 100 IOPS: high/low 1.31–1.33, linear 1.65–1.68, FCFS and least-cost
+    // (measured at 100 IOPS: high/low 1.31–1.35, linear 1.64–1.68, FCFS and least-cost
     // 1.98–1.99).
     for seed in SEEDS {
         let hl = writes_per_host_write(&run("high-low", 100, seed));
@@ -100,7 +101,7 @@ fn linear_threshold_and_high_low_write_fewer_blocks_than_fcfs_and_least_cost() {
 fn linear_threshold_and_high_low_keep_the_disks_least_busy() {
     // Figs. 6 and 7 at 200 I/Os per second: "the linear threshold and the high-low mark
     // algorithms have noticeably lower disk utilization than the other two". "Noticeably":
-    // at least 10 % lower mean utilisation (measured: linear 59–62 %, high/low 56–59 %,
+    // at least 10 % lower mean utilisation (measured: linear 60–62 %, high/low 56–59 %,
     // FCFS 85–88 %, least-cost 78–81 %).
     for seed in SEEDS {
         let runs: Vec<(&str, f64)> = ["linear-threshold", "high-low", "fcfs", "least-cost"]
@@ -121,8 +122,8 @@ fn linear_threshold_gives_the_best_disk_read_response_at_moderate_to_heavy_load(
     // read-to-disk response times"; fig. 12: the band/region approximation shows "no
     // degradation in response time as compared to the ideal algorithm". Tolerance: linear
     // threshold at most 2 % above any other algorithm (high/low ties it at 200 IOPS:
-    // measured 32.2–32.9 ms vs 32.2–33.0 ms; FCFS 38.7–40.5, least-cost 36.2–37.3); the
-    // approximation within 10 % of the ideal (measured +5 … +6 %: spindle's regions come out
+    // measured 32.9–33.9 ms vs 33.2–34.1 ms; FCFS 39.9–41.5, least-cost 37.2–38.3); the
+    // approximation within 10 % of the ideal (measured +5 … +7 %: spindle's regions come out
     // slightly worse where the paper's came out slightly better — examples/raid5/README.md).
     for seed in SEEDS {
         for rate in [200, 300] {
@@ -168,7 +169,7 @@ fn least_cost_tolerates_the_longest_bursts() {
     // burst tolerance ... the linear threshold algorithm is not able to sustain bursts as
     // long". Background 200 IOPS, bursts of 3x, 5 cycles. Tolerance: least-cost's mean at
     // least 0.95 of every other's (the cycles' spread is about ±20 %; measured least-cost
-    // 1.00 s, linear threshold 0.86, regions 0.85, FCFS 0.68, high/low 0.60 s). FCFS does
+    // 1.00 s, linear threshold 0.83, regions 0.81, FCFS 0.70, high/low 0.59 s). FCFS does
     // not follow closely here (docs: examples/raid5/README.md), so it is not asserted.
     use spindle::burst::{burst_tolerance, BurstSpec};
     let text = format!("seed = 1\n{BASE}\n[workload.groups]\n");
@@ -207,9 +208,9 @@ fn a_larger_write_cache_helps_linear_threshold_much_more_than_least_cost() {
     // the other hand, consistently improves response times for larger caches"; "both
     // algorithms see comparable increases in sustainable throughput". At 250 IOPS, 512 KB →
     // 4 MB: linear threshold at least 10 % faster and at least twice least-cost's relative
-    // gain (measured seed 1: linear 37.4 → 30.2 ms, −19 %; least-cost 38.2 → 36.9 ms, −3 %).
-    // At 300 IOPS both overflow a 512 KB cache and neither a 1 MB one (measured: 5,813 and
-    // 6,091 overflows against none).
+    // gain (measured seed 1: linear 38.7 → 31.5 ms, −19 %; least-cost 39.1 → 37.2 ms, −5 %).
+    // At 300 IOPS both overflow a 512 KB cache and neither a 1 MB one (measured: 6,052 and
+    // 6,203 overflows against none).
     let at = |d: &str, bytes: u32, rate: u32| {
         let text = format!("seed = 1\n{BASE}");
         let sets = [
@@ -246,8 +247,8 @@ fn the_average_cost_estimate_gives_the_cheapest_destages() {
     // regions) estimates a destage's cost, the average positioning delay performs best; the
     // aggressive (minimum) estimate "performed poorly compared to the other two". spindle
     // reproduces the first part: the average estimate has the lowest mean destage service
-    // time, below both others at 100–300 IOPS (measured: 17.2–18.7 ms vs minimum 18.4–19.5
-    // and maximum 20.0–21.4, seed 1; each is the mean of thousands of destages, so a
+    // time, below both others at 100–300 IOPS (measured: 17.0–18.6 ms vs minimum 18.4–19.4
+    // and maximum 20.0–21.3, seed 1; each is the mean of thousands of destages, so a
     // strict ordering is the bound). Not the second: spindle's maximum estimate is often a
     // whole revolution above the average, which flattens its ranking of candidates, so it
     // does worse than the minimum (examples/raid5/README.md).

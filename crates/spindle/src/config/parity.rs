@@ -20,6 +20,8 @@ const DEFAULT_RECONSTRUCT_FRACTION: f64 = 0.5;
 const DEFAULT_WRITE_CACHE_BYTES: u64 = 1 << 20;
 const DEFAULT_READ_CACHE_BYTES: u64 = 8 << 20;
 const DEFAULT_PARITY_RESERVE: u32 = 3;
+/// The paper's I/O channel and cache ports (III.B): 20 Mbytes/s.
+const DEFAULT_CHANNEL_MB_S: f64 = 20.0;
 
 impl Experiment {
     pub(super) fn build_parity(
@@ -144,6 +146,29 @@ impl Experiment {
         };
         let cache = self.parity_cache(a, drive)?;
         let failure = self.parity_failure(a, disks)?;
+        // The paper's channel and cache ports (III.B): 20 MB/s each, unless set (0: off).
+        let rate = |key: &str, v: Option<f64>| -> Result<Option<f64>, ConfigError> {
+            match v {
+                None => Ok(Some(DEFAULT_CHANNEL_MB_S * 1e6)),
+                Some(0.0) => Ok(None),
+                Some(r) if r.is_finite() && r >= 0.001 => Ok(Some(r * 1e6)),
+                Some(r) => Err(self.error(
+                    key,
+                    format!("must be 0 (off) or at least 0.001 MB/s, got {r}"),
+                )),
+            }
+        };
+        let io_bus = rate("array.io_bus_mb_s", a.io_bus_mb_s)?;
+        let cache_port = if cache.is_some() {
+            rate("array.cache_port_mb_s", a.cache_port_mb_s)?
+        } else if a.cache_port_mb_s.is_some_and(|r| r != 0.0) {
+            return Err(self.error(
+                "array.cache_port_mb_s",
+                "is the read cache's port, but array.write_cache_bytes = 0 leaves no caches",
+            ));
+        } else {
+            None
+        };
         let label = format!(
             "{} {}x{}{}{}",
             a.layout.name(),
@@ -171,6 +196,8 @@ impl Experiment {
                 reconstruct_fraction,
                 cache,
                 failure,
+                io_bus_bytes_per_s: io_bus,
+                cache_port_bytes_per_s: cache_port,
             },
         )
         .map_err(|m| self.error("array", m))?;

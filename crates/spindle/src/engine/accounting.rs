@@ -122,6 +122,14 @@ impl DiskClock {
         self.running = Some((from, until, cause));
     }
 
+    /// The running operation goes on until `until` (a read's data still crossing to the
+    /// controller).
+    pub fn extend(&mut self, until: Nanos) {
+        let r = self.running.as_mut().expect("an operation is running");
+        assert!(until >= r.1, "an operation is extended, not shortened");
+        r.1 = until;
+    }
+
     /// The running operation ended: its whole time is charged to its cause.
     pub fn finish(&mut self) -> Cause {
         let (from, until, cause) = self.running.take().expect("an operation is running");

@@ -27,6 +27,7 @@
 //! cache. Parity arrays run their drives without the drive's own buffer, as the paper's
 //! simulator does (and as replicated layouts do): the controller's caches stand in for it.
 
+mod channel;
 mod data;
 mod degraded;
 mod destage;
@@ -65,6 +66,10 @@ pub struct Raid5Config {
     pub cache: Option<CacheConfig>,
     /// A disk that fails, and its rebuild onto a spare; `None`: every disk works.
     pub failure: Option<FailureConfig>,
+    /// The I/O channel's rate in bytes/s (paper III.B: 20 MB/s); `None`: not modelled.
+    pub io_bus_bytes_per_s: Option<f64>,
+    /// The read cache's write port's rate in bytes/s (with caches); `None`: not modelled.
+    pub cache_port_bytes_per_s: Option<f64>,
 }
 
 /// The controller's caches (Varma & Jacobson, III.A), in 4 KiB blocks.
@@ -148,6 +153,11 @@ struct InFlight {
     access: Access,
     started: Nanos,
     queued_at: Nanos,
+    /// When the disk is free: the access's end, or later while a read's data crosses the
+    /// read cache's write port.
+    until: Nanos,
+    /// A read whose data has yet to cross the port.
+    port_pending: bool,
 }
 
 struct Disk {
@@ -231,6 +241,7 @@ pub struct Raid5Array {
     pieces: Vec<UnitPiece>,
     failure: Option<degraded::Failure>,
     data: Option<Box<data::DataState>>,
+    channel: channel::Channel,
 }
 
 impl Raid5Array {
@@ -333,6 +344,7 @@ impl Raid5Array {
                 None => None,
             },
             data: None,
+            channel: channel::Channel::new(cfg.io_bus_bytes_per_s, cfg.cache_port_bytes_per_s),
         })
     }
 
@@ -354,6 +366,10 @@ impl Raid5Array {
             req.id
         );
         let slot = self.host.admit(req, now, false);
+        if req.op == Op::Write {
+            let sector = u64::from(self.drive.geometry().sector_bytes());
+            self.write_arrives(now, req.id, u64::from(req.sectors) * sector);
+        }
         let mut pieces = std::mem::take(&mut self.pieces);
         pieces.clear();
         self.layout.pieces(req.lba, req.sectors, &mut pieces);
@@ -496,7 +512,7 @@ impl Raid5Array {
     fn answer_now(&mut self, now: Nanos, slot: usize) {
         self.host.add_part(slot);
         if let Some((c, _)) = self.host.part_done(slot, now, |_| Breakdown::default()) {
-            self.out.push(Action::Complete(c));
+            self.deliver(now, c, false);
         }
     }
 
@@ -757,6 +773,8 @@ impl Raid5Array {
             access,
             started: now,
             queued_at,
+            until,
+            port_pending: op == Op::Read,
         });
         self.out.push(Action::DiskBusy { disk, until });
     }
@@ -767,10 +785,28 @@ impl Raid5Array {
             .busy
             .take()
             .unwrap_or_else(|| panic!("disk {disk} completed with nothing in flight"));
-        assert_eq!(
-            f.access.end, now,
-            "disk {disk} completion at the wrong time"
-        );
+        assert_eq!(f.until, now, "disk {disk} completion at the wrong time");
+        if f.port_pending {
+            // The read's data crosses the read cache's write port; the disk stays busy.
+            let sectors: u32 = std::iter::once(&f.op)
+                .chain(&f.batch)
+                .map(|&o| self.ops[o].sectors)
+                .sum();
+            let sector = u64::from(self.drive.geometry().sector_bytes());
+            let until = self.port_transfer(now, u64::from(sectors) * sector);
+            if until > now {
+                let d = &mut self.disks[disk];
+                d.clock.extend(until);
+                d.busy = Some(InFlight {
+                    until,
+                    port_pending: false,
+                    ..f
+                });
+                self.out.push(Action::DiskBusy { disk, until });
+                return;
+            }
+        }
+        let d = &mut self.disks[disk];
         d.clock.finish();
         d.head.cylinder = f.access.end_cylinder;
         d.head.head = f.access.end_head;
@@ -817,11 +853,7 @@ impl Raid5Array {
     fn part_done(&mut self, now: Nanos, slot: usize, f: &InFlight) {
         let breakdown = |_: &HostSlot<bool>| Breakdown::of(&f.access, f.started.since(f.queued_at));
         if let Some((c, s)) = self.host.part_done(slot, now, breakdown) {
-            if let (Some(cache), Op::Read, true) = (self.cache.as_mut(), c.op, s.extra) {
-                cache.counters.disk_reads += 1;
-                cache.counters.disk_read_ns += u128::from(c.latency().0);
-            }
-            self.out.push(Action::Complete(c));
+            self.deliver(now, c, s.extra);
         }
     }
 }
@@ -833,7 +865,10 @@ impl Engine for Raid5Array {
         match ev {
             Event::Host(req) => self.accept(now, req),
             Event::DiskDone { disk } => self.finish(now, disk),
-            Event::Wake => self.wake(now),
+            Event::Wake => {
+                self.wake(now);
+                self.deliver_due(now);
+            }
         }
     }
 
@@ -851,7 +886,7 @@ impl Engine for Raid5Array {
     }
 
     fn outstanding(&self) -> usize {
-        self.host.outstanding()
+        self.host.outstanding() + self.channel.held()
     }
 
     fn capacity_sectors(&self) -> u64 {

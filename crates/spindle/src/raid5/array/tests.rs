@@ -3,6 +3,7 @@ use crate::drive::builtin_drive;
 use crate::engine::Completion;
 use crate::raid5::ParityRotation;
 
+mod channel;
 mod data;
 mod degraded;
 
@@ -49,6 +50,8 @@ fn build_failing(
             reconstruct_fraction: 0.5,
             cache,
             failure,
+            io_bus_bytes_per_s: None,
+            cache_port_bytes_per_s: None,
         },
     )
     .expect("valid array")
