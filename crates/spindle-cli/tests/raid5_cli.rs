@@ -243,6 +243,28 @@ fn the_channel_and_port_keys_are_checked_and_slow_the_answers() {
         assert!(!o.status.success(), "{layout} {extra}");
         assert!(stderr(&o).contains(key), "{extra}: {}", stderr(&o));
     }
+    // The drives' own buffers only without a write cache; on striping, not a key at all.
+    for (layout, cache, key) in [
+        (
+            "raid-5",
+            "write_cache_bytes = 1048576\n",
+            "array.drive_buffers",
+        ),
+        ("striping", "write_cache_bytes = 0\n", "array.drive_buffers"),
+    ] {
+        let b = body(layout, 0.5).replace(
+            "write_cache_bytes = 0\n",
+            &format!("{cache}drive_buffers = true\n"),
+        );
+        let o = spindle(&["run", &experiment(dir.path(), &b), "--quiet"]);
+        assert!(!o.status.success(), "{layout}");
+        assert!(stderr(&o).contains(key), "{layout}: {}", stderr(&o));
+    }
+    let b = body("raid-5", 0.5).replace(
+        "write_cache_bytes = 0\n",
+        "write_cache_bytes = 0\ndrive_buffers = true\n",
+    );
+    run_json(dir.path(), &b);
     // Reads of 4 KiB through a 1 MB/s channel take at least 4.096 ms more than without it.
     let mean = |extra: &str| {
         let b = body("raid-5", 1.0).replace(

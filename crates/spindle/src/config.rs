@@ -176,6 +176,10 @@ pub struct ArraySpec {
     /// MB/s (paper III.B: 20); absent or 0: not modelled.
     #[serde(default)]
     pub cache_port_mb_s: Option<f64>,
+    /// Parity layouts without a write cache: run the drives with their own buffer and
+    /// controller (absent: false, as in the paper; a DiskSim `parv` array sets it).
+    #[serde(default)]
+    pub drive_buffers: Option<bool>,
 }
 
 /// A destage algorithm by name (Varma & Jacobson, section II).
@@ -337,6 +341,7 @@ impl Default for ArraySpec {
             rebuild_rate_mb_s: None,
             io_bus_mb_s: None,
             cache_port_mb_s: None,
+            drive_buffers: None,
         }
     }
 }
@@ -1495,6 +1500,7 @@ impl Experiment {
                     "array.cache_port_mb_s",
                     a.cache_port_mb_s.is_some_and(|r| r != 0.0),
                 ),
+                ("array.drive_buffers", a.drive_buffers.is_some()),
             ] {
                 if given {
                     return Err(self.error(

@@ -159,6 +159,14 @@ impl Experiment {
             }
         };
         let io_bus = rate("array.io_bus_mb_s", a.io_bus_mb_s)?;
+        let drive_buffers = a.drive_buffers.unwrap_or(false);
+        if drive_buffers && cache.is_some() {
+            return Err(self.error(
+                "array.drive_buffers",
+                "needs array.write_cache_bytes = 0 (the controller's caches stand in for the \
+                 drives' own buffers)",
+            ));
+        }
         let cache_port = if cache.is_some() {
             rate("array.cache_port_mb_s", a.cache_port_mb_s)?
         } else if a.cache_port_mb_s.is_some_and(|r| r != 0.0) {
@@ -198,6 +206,7 @@ impl Experiment {
                 failure,
                 io_bus_bytes_per_s: io_bus,
                 cache_port_bytes_per_s: cache_port,
+                drive_buffers,
             },
         )
         .map_err(|m| self.error("array", m))?;

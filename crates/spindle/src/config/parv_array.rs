@@ -16,8 +16,8 @@
 //!
 //! Every layout takes `stripe_unit_bytes` = `Stripe unit` × 512. The parity layouts take
 //! `reconstruct_fraction` from `RMW vs. reconstruct`, `write_cache_bytes = 0` (DiskSim's
-//! logorg has no controller cache) and `io_bus_mb_s = 0` (DiskSim's buses are in the
-//! imported drives' transfer timing). The striped and mirrored layouts take, unless
+//! logorg has no controller cache), `io_bus_mb_s = 0` (DiskSim's buses are in the
+//! imported drives' transfer timing) and `drive_buffers = true` (DiskSim keeps them). The striped and mirrored layouts take, unless
 //! `data_set_bytes` is given, the whole disks as their data set (DiskSim addresses every
 //! block of the members; spindle's default would be one disk's worth).
 
@@ -39,6 +39,7 @@ pub const PARV_KEYS: &[&str] = &[
     "reconstruct_fraction",
     "write_cache_bytes",
     "io_bus_mb_s",
+    "drive_buffers",
     "writes",
 ];
 
@@ -73,6 +74,8 @@ pub fn array_keys(org: &DiskSimArray) -> Vec<(&'static str, toml::Value)> {
             // DiskSim's buses are part of the imported drives' transfer timing: no second
             // channel in the controller.
             keys.push(("io_bus_mb_s", Integer(0)));
+            // DiskSim's logorg keeps its drives' buffers and controllers.
+            keys.push(("drive_buffers", toml::Value::Boolean(true)));
             if let Some(f) = org.reconstruct_fraction {
                 keys.push(("reconstruct_fraction", Float(f)));
             }
@@ -331,13 +334,13 @@ mod tests {
                 Redundancy::ParityDisk,
                 5,
                 1,
-                "layout=\"raid-4\" disks=5 stripe_unit_bytes=32768 group_width=5 write_cache_bytes=0 io_bus_mb_s=0 reconstruct_fraction=0.375",
+                "layout=\"raid-4\" disks=5 stripe_unit_bytes=32768 group_width=5 write_cache_bytes=0 io_bus_mb_s=0 drive_buffers=true reconstruct_fraction=0.375",
             ),
             (
                 Redundancy::ParityRotated,
                 5,
                 1,
-                "layout=\"raid-5\" disks=5 stripe_unit_bytes=32768 group_width=5 write_cache_bytes=0 io_bus_mb_s=0 reconstruct_fraction=0.375 parity_rotation=\"right-asymmetric\"",
+                "layout=\"raid-5\" disks=5 stripe_unit_bytes=32768 group_width=5 write_cache_bytes=0 io_bus_mb_s=0 drive_buffers=true reconstruct_fraction=0.375 parity_rotation=\"right-asymmetric\"",
             ),
         ];
         for (r, n, c, want) in cases {

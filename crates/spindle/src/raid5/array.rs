@@ -36,7 +36,7 @@ pub use degraded::FailureConfig;
 
 use super::layout::{ParityLayout, UnitPiece};
 use crate::cache::{BlockAddr, DestagePolicy, DestageQueue, HighLowGate, ReadCache, WriteCache};
-use crate::drive::{Access, Drive, HeadState, Run};
+use crate::drive::{Access, Controller, Drive, HeadState, Run, Transfer};
 use crate::engine::{
     Action, Backlog, Breakdown, Busy, CacheCounters, Cause, DiskClock, DiskCounters, Engine, Event,
     HostRequest, HostSlot, HostTable, Outbox, Slab,
@@ -70,6 +70,10 @@ pub struct Raid5Config {
     pub io_bus_bytes_per_s: Option<f64>,
     /// The read cache's write port's rate in bytes/s (with caches); `None`: not modelled.
     pub cache_port_bytes_per_s: Option<f64>,
+    /// Run the drives with their own buffer and controller (DiskSim's logorg arrays do);
+    /// otherwise the controller's caches stand in for them, as in the paper's simulator.
+    /// Not with a write cache.
+    pub drive_buffers: bool,
 }
 
 /// The controller's caches (Varma & Jacobson, III.A), in 4 KiB blocks.
@@ -162,6 +166,8 @@ struct InFlight {
 
 struct Disk {
     head: HeadState,
+    /// The drive's own controller (buffer, read-ahead, write-back) with `drive_buffers`.
+    ctl: Controller,
     queue: Box<dyn Scheduler>,
     /// Destage reads and writes, served when `queue` is empty (with a write cache).
     destage: Option<DestageQueue>,
@@ -253,7 +259,14 @@ impl Raid5Array {
             ));
         }
         // The controller's caches stand in for the drive's own buffer (module docs).
-        let drive = if drive.cache().is_some() {
+        if cfg.drive_buffers && cfg.cache.is_some() {
+            return Err(
+                "the drives' own buffers are kept only without a write cache (the \
+                        controller's caches stand in for them)"
+                    .into(),
+            );
+        }
+        let drive = if drive.cache().is_some() && !cfg.drive_buffers {
             Arc::new(drive.without_cache())
         } else {
             drive
@@ -310,12 +323,14 @@ impl Raid5Array {
                 Some(c) => Some(DestageQueue::new(&c.policy, &drive).map_err(|e| e.to_string())?),
                 None => None,
             };
+            let head = HeadState {
+                cylinder: 0,
+                head: 0,
+                phase_ns,
+            };
             disks.push(Disk {
-                head: HeadState {
-                    cylinder: 0,
-                    head: 0,
-                    phase_ns,
-                },
+                head,
+                ctl: Controller::new(&drive, head),
                 queue: cfg.policy.build(cfg.age_bound, cylinders),
                 destage,
                 busy: None,
@@ -756,7 +771,24 @@ impl Raid5Array {
         }
         let d = &mut self.disks[disk];
         let rng = if self.noise { Some(&mut d.rng) } else { None };
-        let access = self.drive.access_runs(now, &d.head, op, &runs, None, rng);
+        let access = if self.drive.cache().is_some() && runs.len() == 1 {
+            // The drive's own controller serves it (`drive_buffers`: no write cache, so no
+            // same-track batches).
+            let xfer = Transfer {
+                op,
+                lba: runs[0].lba,
+                sectors: runs[0].sectors,
+            };
+            let svc = d.ctl.serve(&self.drive, now, xfer, rng);
+            let head = d.ctl.head();
+            Access {
+                end_cylinder: head.cylinder,
+                end_head: head.head,
+                ..svc.access
+            }
+        } else {
+            self.drive.access_runs(now, &d.head, op, &runs, None, rng)
+        };
         let cause = match kind {
             Kind::Read => Cause::HostRead,
             Kind::OldRead(_) | Kind::NewWrite(_) => Cause::HostWrite,

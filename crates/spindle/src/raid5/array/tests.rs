@@ -52,6 +52,7 @@ fn build_failing(
             failure,
             io_bus_bytes_per_s: None,
             cache_port_bytes_per_s: None,
+            drive_buffers: false,
         },
     )
     .expect("valid array")

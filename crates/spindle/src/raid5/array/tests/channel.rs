@@ -35,6 +35,7 @@ fn with_channel(bus: Option<f64>, port: Option<f64>) -> Raid5Array {
             failure: None,
             io_bus_bytes_per_s: bus,
             cache_port_bytes_per_s: port,
+            drive_buffers: false,
         },
     )
     .expect("valid array")
