@@ -21,41 +21,56 @@ fn build(
 
 /// [`build`] with a disk failure.
 fn build_failing(
-    (groups, width, unit): (u32, u32, u32),
+    shape: (u32, u32, u32),
     data: Option<u64>,
     rotation: ParityRotation,
     cache: Option<CacheConfig>,
     seed: u64,
     failure: Option<FailureConfig>,
 ) -> Raid5Array {
-    let drive = Arc::new(builtin_drive("hp97560").expect("built-in drive"));
+    let cfg = Raid5Config {
+        cache,
+        failure,
+        seed,
+        ..config(shape, data, rotation)
+    };
+    Raid5Array::new(hp97560(), &cfg).expect("valid array")
+}
+
+fn hp97560() -> Arc<Drive> {
+    Arc::new(builtin_drive("hp97560").expect("built-in drive"))
+}
+
+/// HP 97560s in `groups` parity groups of `width`, stripe units of `unit` sectors, FCFS
+/// host queues, random phases, no caches, no failure, no channel.
+fn config(
+    (groups, width, unit): (u32, u32, u32),
+    data: Option<u64>,
+    rotation: ParityRotation,
+) -> Raid5Config {
     let layout = ParityLayout::new(
         groups,
         width,
         unit,
-        drive.capacity_sectors(),
+        hp97560().capacity_sectors(),
         data,
         rotation,
     )
     .expect("valid layout");
-    Raid5Array::new(
-        drive,
-        &Raid5Config {
-            layout,
-            policy: Policy::Fcfs,
-            age_bound: None,
-            random_phase: true,
-            noise: false,
-            seed,
-            reconstruct_fraction: 0.5,
-            cache,
-            failure,
-            io_bus_bytes_per_s: None,
-            cache_port_bytes_per_s: None,
-            drive_buffers: false,
-        },
-    )
-    .expect("valid array")
+    Raid5Config {
+        layout,
+        policy: Policy::Fcfs,
+        age_bound: None,
+        random_phase: true,
+        noise: false,
+        seed: 7,
+        reconstruct_fraction: 0.5,
+        cache: None,
+        failure: None,
+        io_bus_bytes_per_s: None,
+        cache_port_bytes_per_s: None,
+        drive_buffers: false,
+    }
 }
 
 /// The paper's array: two parity groups of five HP 97560s, stripe units of nine 4 KiB blocks.

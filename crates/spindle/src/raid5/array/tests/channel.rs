@@ -6,39 +6,20 @@ use crate::cache::DestagePolicy;
 /// The paper's array with a 1 MiB write cache (FCFS destage) and the channel and port at
 /// `bus` and `port` bytes/s.
 fn with_channel(bus: Option<f64>, port: Option<f64>) -> Raid5Array {
-    let drive = Arc::new(builtin_drive("hp97560").expect("built-in drive"));
-    let layout = ParityLayout::new(
-        2,
-        5,
-        72,
-        drive.capacity_sectors(),
-        None,
-        ParityRotation::LeftSymmetric,
-    )
-    .expect("valid layout");
-    Raid5Array::new(
-        drive,
-        &Raid5Config {
-            layout,
-            policy: Policy::Fcfs,
-            age_bound: None,
-            random_phase: false,
-            noise: false,
-            seed: 1,
-            reconstruct_fraction: 0.5,
-            cache: Some(CacheConfig {
-                write_blocks: 256,
-                read_blocks: 2048,
-                parity_reserve: 3,
-                policy: DestagePolicy::Fcfs,
-            }),
-            failure: None,
-            io_bus_bytes_per_s: bus,
-            cache_port_bytes_per_s: port,
-            drive_buffers: false,
-        },
-    )
-    .expect("valid array")
+    let cfg = Raid5Config {
+        random_phase: false,
+        seed: 1,
+        cache: Some(CacheConfig {
+            write_blocks: 256,
+            read_blocks: 2048,
+            parity_reserve: 3,
+            policy: DestagePolicy::Fcfs,
+        }),
+        io_bus_bytes_per_s: bus,
+        cache_port_bytes_per_s: port,
+        ..config((2, 5, 72), None, ParityRotation::LeftSymmetric)
+    };
+    Raid5Array::new(hp97560(), &cfg).expect("valid array")
 }
 
 const MB20: f64 = 20e6;
