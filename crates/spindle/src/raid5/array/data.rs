@@ -129,6 +129,11 @@ impl Raid5Array {
         true
     }
 
+    /// Queues a data move (data moves are on).
+    fn push_move(&mut self, mv: DataMove) {
+        self.data.as_mut().expect("data on").moves.push_back(mv);
+    }
+
     pub(super) fn next_move(&mut self) -> Option<DataMove> {
         self.data.as_mut()?.moves.pop_front()
     }
@@ -156,18 +161,14 @@ impl Raid5Array {
         }
         let id = self.host.get(slot).req.id;
         let logical = self.logical_of(disk, lba);
-        self.data
-            .as_mut()
-            .expect("data on")
-            .moves
-            .push_back(DataMove {
-                disk,
-                op: Op::Read,
-                lba: logical,
-                sectors,
-                bytes: Bytes::Host(id),
-                copies: vec![run(lba, sectors)],
-            });
+        self.push_move(DataMove {
+            disk,
+            op: Op::Read,
+            lba: logical,
+            sectors,
+            bytes: Bytes::Host(id),
+            copies: vec![run(lba, sectors)],
+        });
     }
 
     /// A reconstruct read of `sectors` at `lba` of lost `disk` for request `slot`: the XOR of
@@ -189,18 +190,14 @@ impl Raid5Array {
             .iter()
             .map(|&d| disk_piece(0, d, lba, sectors))
             .collect();
-        self.data
-            .as_mut()
-            .expect("data on")
-            .moves
-            .push_back(DataMove {
-                disk,
-                op: Op::Read,
-                lba: logical,
-                sectors,
-                bytes: Bytes::HostXor { id, pieces },
-                copies: Vec::new(),
-            });
+        self.push_move(DataMove {
+            disk,
+            op: Op::Read,
+            lba: logical,
+            sectors,
+            bytes: Bytes::HostXor { id, pieces },
+            copies: Vec::new(),
+        });
     }
 
     /// The rebuild writes stripe `stripe`'s unit on `spare` from `survivors`.
@@ -214,18 +211,14 @@ impl Raid5Array {
             .iter()
             .map(|&d| disk_piece(0, d, lba, unit))
             .collect();
-        self.data
-            .as_mut()
-            .expect("data on")
-            .moves
-            .push_back(DataMove {
-                disk: spare,
-                op: Op::Write,
-                lba: 0,
-                sectors: unit,
-                bytes: Bytes::Xor(pieces),
-                copies: vec![run(lba, unit)],
-            });
+        self.push_move(DataMove {
+            disk: spare,
+            op: Op::Write,
+            lba: 0,
+            sectors: unit,
+            bytes: Bytes::Xor(pieces),
+            copies: vec![run(lba, unit)],
+        });
     }
 
     /// Update `u` is planned: its stripe is recorded in NVRAM, and its write moves are

@@ -266,25 +266,21 @@ impl Raid5Array {
                 },
             };
             let logical = self.logical_of(disk, start);
-            self.data
-                .as_mut()
-                .expect("data on")
-                .moves
-                .push_back(DataMove {
-                    disk,
-                    op: Op::Read,
-                    lba: logical,
-                    sectors: bs,
-                    bytes: Bytes::HostXor {
-                        id,
-                        pieces: vec![Piece {
-                            at: 0,
-                            sectors: bs,
-                            from,
-                        }],
-                    },
-                    copies: Vec::new(),
-                });
+            self.push_move(DataMove {
+                disk,
+                op: Op::Read,
+                lba: logical,
+                sectors: bs,
+                bytes: Bytes::HostXor {
+                    id,
+                    pieces: vec![Piece {
+                        at: 0,
+                        sectors: bs,
+                        from,
+                    }],
+                },
+                copies: Vec::new(),
+            });
         }
     }
 
@@ -313,18 +309,14 @@ impl Raid5Array {
             } else {
                 self.logical_of(disk, start)
             };
-            self.data
-                .as_mut()
-                .expect("data on")
-                .moves
-                .push_back(DataMove {
-                    disk,
-                    op: Op::Write,
-                    lba: logical,
-                    sectors: bs,
-                    bytes: Bytes::Nvram(geo.cache_block(slot)),
-                    copies: vec![run(start, bs)],
-                });
+            self.push_move(DataMove {
+                disk,
+                op: Op::Write,
+                lba: logical,
+                sectors: bs,
+                bytes: Bytes::Nvram(geo.cache_block(slot)),
+                copies: vec![run(start, bs)],
+            });
         }
     }
 
