@@ -311,46 +311,50 @@ impl Raid5Array {
                 missing.entry(k.0).or_default().push(k.1);
             }
         }
-        for blocks in missing.values_mut() {
-            blocks.sort_unstable();
-            blocks.dedup();
-        }
-        let bs = self.bs();
-        let mut left = 0;
-        for (disk, blocks) in missing {
-            for (b, n) in runs_of(blocks) {
-                let sectors = (n * bs) as u32;
-                self.queue_destage(
-                    now,
-                    Kind::DestageRead(r),
-                    disk as usize,
-                    Op::Read,
-                    b * bs,
-                    sectors,
-                    now,
-                );
-                left += 1;
-            }
-        }
+        let per_disk = missing
+            .into_iter()
+            .map(|(disk, blocks)| (disk, blocks.into_iter().map(|b| (b, now)).collect()));
+        let left = self.queue_destage_runs(now, Kind::DestageRead(r), per_disk);
         self.cache.as_mut().expect("a cache").rounds[r].left = left;
         if left == 0 {
             self.compute_round(now, r);
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Queues round work of `kind` on each disk's blocks (sorted, distinct, each with its
+    /// last host access), one destage per run of contiguous blocks; returns how many.
+    fn queue_destage_runs(
+        &mut self,
+        now: Nanos,
+        kind: Kind,
+        per_disk: impl IntoIterator<Item = (u32, Vec<(u64, Nanos)>)>,
+    ) -> u32 {
+        let bs = self.bs();
+        let mut queued = 0;
+        for (disk, blocks) in per_disk {
+            let last: BTreeMap<u64, Nanos> = blocks.into_iter().collect();
+            for (b, n) in runs_of(last.keys().copied()) {
+                let latest = (b..b + n).map(|x| last[&x]).max().expect("a block");
+                let sectors = (n * bs) as u32;
+                self.queue_destage(now, kind, disk as usize, b * bs, sectors, latest);
+                queued += 1;
+            }
+        }
+        queued
+    }
+
     fn queue_destage(
         &mut self,
         now: Nanos,
         kind: Kind,
         disk: usize,
-        op: Op,
         lba: u64,
         sectors: u32,
         last_access: Nanos,
     ) {
-        let round = match kind {
-            Kind::DestageRead(r) | Kind::DestageWrite(r) => r,
+        let (round, op) = match kind {
+            Kind::DestageRead(r) => (r, Op::Read),
+            Kind::DestageWrite(r) => (r, Op::Write),
             _ => unreachable!("destage work belongs to a round"),
         };
         if self.cache.as_ref().expect("a cache").rounds[round].promoted {
@@ -527,24 +531,10 @@ impl Raid5Array {
             }
         }
         self.occupancy_changed();
-        let bs = self.bs();
-        let mut left = 0;
-        for (disk, blocks) in writes {
-            for (b, n) in runs_of(blocks.keys().copied()) {
-                let last = (b..b + n).map(|x| blocks[&x]).max().expect("a block");
-                let sectors = (n * bs) as u32;
-                self.queue_destage(
-                    now,
-                    Kind::DestageWrite(r),
-                    disk as usize,
-                    Op::Write,
-                    b * bs,
-                    sectors,
-                    last,
-                );
-                left += 1;
-            }
-        }
+        let per_disk = writes
+            .into_iter()
+            .map(|(disk, blocks)| (disk, blocks.into_iter().collect()));
+        let left = self.queue_destage_runs(now, Kind::DestageWrite(r), per_disk);
         self.cache.as_mut().expect("a cache").rounds[r].left = left;
         debug_assert!(left > 0, "a computed row writes data or parity");
     }
