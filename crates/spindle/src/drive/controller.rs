@@ -231,25 +231,14 @@ impl Controller {
 
     /// Whole sectors the read-ahead has read by `t` (DiskSim stops at a sector boundary).
     fn read_ahead_done(drive: &Drive, ra: &ReadAhead, t: Nanos) -> u64 {
-        Self::read_ahead_progress(drive, ra, t).0
+        let sectors = u32::try_from(ra.until - ra.from).expect("a read-ahead is at most a segment");
+        drive.sectors_moved_by(ra.began, &ra.head, Op::Read, (ra.from, sectors), t)
     }
 
-    /// [`Self::read_ahead_done`], with the media access of those sectors (`None` for none):
-    /// the search's last success, so the caller need not time it again.
+    /// [`Self::read_ahead_done`], with the media access of those sectors (`None` for none).
     fn read_ahead_progress(drive: &Drive, ra: &ReadAhead, t: Nanos) -> (u64, Option<Access>) {
-        let (mut lo, mut hi) = (0u64, ra.until - ra.from);
-        let mut at_lo = None;
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            let a = ra.first(drive, mid);
-            if a.end <= t {
-                lo = mid;
-                at_lo = Some(a);
-            } else {
-                hi = mid - 1;
-            }
-        }
-        (lo, at_lo)
+        let done = Self::read_ahead_done(drive, ra, t);
+        (done, (done > 0).then(|| ra.first(drive, done)))
     }
 
     /// The first sector still in the read-ahead's segment at `t`: a segment holds at most

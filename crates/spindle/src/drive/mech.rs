@@ -460,6 +460,70 @@ impl Drive {
         self.timed_access(now, head, op, runs, via_cylinder, rng, None)
     }
 
+    /// How many of the `sectors` from `lba` a noiseless access of `op` started at `now`
+    /// with the arm at `head` has moved by `t`: the largest `k` with
+    /// `access(now, head, first k sectors).end <= t` (0 for none). One walk over the tracks
+    /// the access crosses, where a search over `k` would time an access at every step (the
+    /// read-ahead's progress is asked on every command that meets one).
+    pub fn sectors_moved_by(
+        &self,
+        now: Nanos,
+        head: &HeadState,
+        op: Op,
+        (lba, sectors): (u64, u32),
+        t: Nanos,
+    ) -> u64 {
+        if sectors == 0 {
+            return 0;
+        }
+        let (first, mut on_track, mut idx, mut spt) = self.locate_run(lba);
+        let mut at_time =
+            now + self.overhead(op) + self.seek_span(head.cylinder, head.head, first.chs, op);
+        at_time += self.rotational_wait(at_time, head.phase_ns, first.angle_ns);
+        let (mut lba, mut left, mut at) = (lba, sectors, first);
+        let mut done = 0u64;
+        loop {
+            if at_time > t {
+                return done;
+            }
+            let run = on_track.min(left);
+            // The sectors of this run whose transfer ends by `t`: the largest `j <= run`
+            // with `span(j) <= t - at_time` (`span` as in the access loop).
+            let d = u128::from(t.0 - at_time.0);
+            let sector_ps = self.sector_ps(at.chs.cylinder);
+            let fit = match sector_ps {
+                // floor(j·ps / 1000) <= d  ⇔  j·ps < (d + 1)·1000
+                Some(ps) => ((d + 1) * 1000 - 1) / u128::from(ps.max(1)),
+                // floor(P·(idx + j) / spt) − floor(P·idx / spt) <= d
+                None => {
+                    let (p, spt) = (u128::from(self.period_ns), u128::from(spt));
+                    let base = p * u128::from(idx) / spt;
+                    (((d + base + 1) * spt - 1) / p.max(1)).saturating_sub(u128::from(idx))
+                }
+            };
+            let j = u64::try_from(fit.min(u128::from(run))).expect("at most a run");
+            done += j;
+            if j < u64::from(run) {
+                return done;
+            }
+            at_time += match sector_ps {
+                Some(ps) => Span(u64::from(run) * ps / 1000),
+                None => {
+                    Span(self.period_ns * (idx + u64::from(run)) / spt - self.period_ns * idx / spt)
+                }
+            };
+            left -= run;
+            lba += u64::from(run);
+            if left == 0 {
+                return done;
+            }
+            let (cyl, hd) = (at.chs.cylinder, at.chs.head);
+            (at, on_track, idx, spt) = self.locate_run(lba);
+            at_time += self.seek_span(cyl, hd, at.chs, op);
+            at_time += self.rotational_wait(at_time, head.phase_ns, at.angle_ns);
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn timed_access<R: Rng>(
         &self,
@@ -543,6 +607,58 @@ impl Drive {
             "breakdown must add up to the service time"
         );
         a
+    }
+}
+
+/// Checks [`Drive::sectors_moved_by`] against its definition (a search over the accesses
+/// of every prefix) at random starts, lengths and instants around each sector's end.
+#[cfg(test)]
+pub(crate) fn check_sectors_moved_by(d: &Drive, seed: u64) {
+    use rand::SeedableRng;
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(seed);
+    let cap = d.capacity_sectors();
+    let geo = d.geometry();
+    for _ in 0..40 {
+        let lba = rng.gen_range(0..cap);
+        let sectors = rng.gen_range(1..=600u64).min(cap - lba) as u32;
+        let start = geo.lba_to_chs(rng.gen_range(0..cap));
+        let head = HeadState {
+            cylinder: start.cylinder,
+            head: start.head,
+            phase_ns: rng.gen_range(0..d.period().0),
+        };
+        let now = Nanos(rng.gen_range(0..1_000_000_000));
+        let op = if rng.gen_bool(0.5) {
+            Op::Read
+        } else {
+            Op::Write
+        };
+        let end = |k: u32| {
+            let x = Transfer {
+                op,
+                lba,
+                sectors: k,
+            };
+            d.access(now, &head, x, None, None::<&mut rand_pcg::Pcg64Mcg>)
+                .end
+        };
+        let k = rng.gen_range(1..=sectors);
+        let e = end(k);
+        for t in [
+            now,
+            Nanos(e.0 - 1),
+            e,
+            Nanos(e.0 + 1),
+            end(sectors),
+            Nanos(u64::MAX / 4),
+        ] {
+            let expected = (1..=sectors).filter(|&j| end(j) <= t).count() as u64;
+            assert_eq!(
+                d.sectors_moved_by(now, &head, op, (lba, sectors), t),
+                expected,
+                "lba {lba}, {sectors} sectors, {op:?}, t {t:?}"
+            );
+        }
     }
 }
 
@@ -685,6 +801,15 @@ mod tests {
             assert_eq!(ends[k].since(ends[k - 1]), sector, "sector {k}");
         }
         assert_eq!(ends[5].since(ends[4]), Span::from_ms_f64(0.6) + sector);
+    }
+
+    #[test]
+    fn sectors_moved_by_is_the_longest_prefix_done() {
+        for id in crate::drive::library::builtin_ids() {
+            let d = crate::drive::builtin_drive(id).unwrap();
+            check_sectors_moved_by(&d, 7);
+        }
+        check_sectors_moved_by(&Drive::from_spec(&spec()).unwrap(), 8);
     }
 
     #[test]

@@ -1097,3 +1097,14 @@ fn several_disks_outside_one_array_are_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn sectors_moved_by_is_the_longest_prefix_done_on_the_six_drives() {
+    if !shared_present() {
+        return;
+    }
+    for (i, (dir, parv, _)) in DRIVES.iter().enumerate() {
+        let d = crate::drive::Drive::from_spec(&import(dir, parv)).unwrap();
+        crate::drive::mech::check_sectors_moved_by(&d, i as u64);
+    }
+}
