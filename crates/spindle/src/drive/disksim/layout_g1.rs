@@ -31,7 +31,9 @@ const BUCKET_SHIFT: u32 = 8;
 struct TrackRun {
     first_lbn: u64,
     cylinder: u32,
-    head: u32,
+    head: u16,
+    /// The run's zone (index into [`G1Layout::bands`]).
+    band: u16,
     sector: u32,
     /// The angle of the track's sector 0 after its skews and slip offsets
     /// ([`G1Layout::track_angle`]): a sector's angle is one `addmult` from it.
@@ -70,6 +72,10 @@ struct Band {
     trackskew: u32,
     cylskew: u32,
     sector_width: u32,
+    /// `ceil(2^64 / sector_width)`, for an exact division of any angle by the width with
+    /// one multiplication (Lemire et al., "Faster remainder by direct computation", 2019);
+    /// 0 for a width below 2 (then a plain division).
+    width_magic: u64,
     trkspace: u32,
 }
 
@@ -360,6 +366,11 @@ impl G1Layout {
             trackskew: to_angle(z.track_skew, key("track_skew"))?,
             cylskew: to_angle(z.cylinder_skew, key("cylinder_skew"))?,
             sector_width,
+            width_magic: if sector_width >= 2 {
+                u64::MAX / u64::from(sector_width) + 1
+            } else {
+                0
+            },
             trkspace,
         })
     }
@@ -408,12 +419,20 @@ impl G1Layout {
                     head: u32::try_from(h).expect("head fits u32"),
                     sector: u32::try_from(s).expect("sector fits u32"),
                 };
+                let (band, _) = self.band_index_of_cyl(c);
+                let narrow = |v: u32, what: &str| {
+                    u16::try_from(v).map_err(|_| DriveError::Invalid {
+                        key: "layout".into(),
+                        msg: format!("{what} {v}: at most 65,535 supported"),
+                    })
+                };
                 runs.push(TrackRun {
                     first_lbn: l as u64,
                     cylinder: chs.cylinder,
-                    head: chs.head,
+                    head: narrow(chs.head, "surface")?,
+                    band: narrow(u32::try_from(band).unwrap_or(u32::MAX), "zone")?,
                     sector: chs.sector,
-                    track_angle: self.track_angle(self.band_of_cyl(c).0, chs),
+                    track_angle: self.track_angle(&self.bands[band], chs),
                 });
                 l += n;
             }
@@ -474,13 +493,19 @@ impl G1Layout {
     /// The zone holding `cyl`, or for a cylinder no zone lists, the zone before it (DiskSim's
     /// `g1_st_pbn`), or the first zone.
     fn band_of_cyl(&self, cyl: i64) -> (&Band, bool) {
+        let (i, listed) = self.band_index_of_cyl(cyl);
+        (&self.bands[i], listed)
+    }
+
+    /// [`G1Layout::band_of_cyl`]'s index into `bands`.
+    fn band_index_of_cyl(&self, cyl: i64) -> (usize, bool) {
         let i = self.bands.partition_point(|b| b.endcyl < cyl);
         if let Some(b) = self.bands.get(i) {
             if b.startcyl <= cyl {
-                return (b, true);
+                return (i, true);
             }
         }
-        (&self.bands[i.saturating_sub(1)], false)
+        (i.saturating_sub(1), false)
     }
 
     /// Physical sectors per track on `cylinder`.
@@ -802,7 +827,7 @@ impl G1Layout {
         let r = self.runs[self.run_index(lbn)];
         Chs {
             cylinder: r.cylinder,
-            head: r.head,
+            head: u32::from(r.head),
             sector: r.sector + (lbn - r.first_lbn) as u32,
         }
     }
@@ -831,11 +856,11 @@ impl G1Layout {
             .map_or(self.capacity as u64, |n| n.first_lbn);
         let chs = Chs {
             cylinder: r.cylinder,
-            head: r.head,
+            head: u32::from(r.head),
             sector: r.sector + (lbn - r.first_lbn) as u32,
         };
         let run = u32::try_from(end - lbn).expect("a track run fits u32");
-        let (b, _) = self.band_of_cyl(i64::from(r.cylinder));
+        let b = &self.bands[usize::from(r.band)];
         let a = addmult(
             r.track_angle,
             i64::from(chs.sector),
@@ -1059,9 +1084,21 @@ impl G1Layout {
     #[inline]
     fn angle_sector_in(b: &Band, angle: u32) -> u32 {
         let w = b.sector_width;
-        let mut idx = (angle / w) as i64 % b.spt;
-        if !angle.is_multiple_of(w) {
-            idx = (idx + 1) % b.spt;
+        let q = if b.width_magic != 0 {
+            ((u128::from(b.width_magic) * u128::from(angle)) >> 64) as u32
+        } else {
+            angle / w
+        };
+        debug_assert_eq!(q, angle / w);
+        // `q` is below 2·spt (a width is floor(2^32 / spt)): `% spt` by subtraction.
+        let spt = b.spt as u64;
+        let wrap = |x: u64| if x >= spt { x - spt } else { x };
+        let mut idx = wrap(u64::from(q));
+        if idx >= spt {
+            idx %= spt;
+        }
+        if angle != q.wrapping_mul(w) {
+            idx = wrap(idx + 1);
         }
         idx as u32
     }
