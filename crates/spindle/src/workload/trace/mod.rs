@@ -229,6 +229,19 @@ impl<R: BufRead, P: LineParser> Iterator for Reader<R, P> {
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         while !self.ended {
+            // The common case: the whole line is in the input's buffer, parsed where it lies.
+            if let Ok(avail) = self.input.fill_buf() {
+                let within = &avail[..avail.len().min(LINE_MAX_BYTES)];
+                if let Some(n) = memchr::memchr(b'\n', within) {
+                    self.line += 1;
+                    let parsed = parse_raw_line(&mut self.parser, &within[..n]);
+                    self.input.consume(n + 1);
+                    match parsed {
+                        Some(r) => return Some(self.located(r)),
+                        None => continue,
+                    }
+                }
+            }
             self.buf.clear();
             let limit = LINE_MAX_BYTES as u64 + 1;
             let read = (&mut self.input)
@@ -248,25 +261,8 @@ impl<R: BufRead, P: LineParser> Iterator for Reader<R, P> {
                             kind,
                         }));
                     }
-                    let mut line = &self.buf[..];
-                    if let [rest @ .., b'\n'] = line {
-                        line = rest;
-                    }
-                    if let [rest @ .., b'\r'] = line {
-                        line = rest;
-                    }
-                    if parse::is_blank_or_comment(line) {
-                        continue;
-                    }
-                    match self.parser.parse_line(line) {
-                        Ok(Some(record)) => return Some(Ok(record)),
-                        Ok(None) => continue,
-                        Err(kind) => {
-                            return Some(Err(TraceError {
-                                line: self.line,
-                                kind,
-                            }))
-                        }
+                    if let Some(r) = parse_raw_line(&mut self.parser, &self.buf) {
+                        return Some(self.located(r));
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -281,6 +277,35 @@ impl<R: BufRead, P: LineParser> Iterator for Reader<R, P> {
         }
         None
     }
+}
+
+impl<R, P> Reader<R, P> {
+    /// A parsed line's result, an error naming the line.
+    fn located(&self, r: Result<TraceRecord, TraceErrorKind>) -> Result<TraceRecord, TraceError> {
+        r.map_err(|kind| TraceError {
+            line: self.line,
+            kind,
+        })
+    }
+}
+
+/// One line as read (with or without its line ending): `None` for a line without a record
+/// (blank, a comment, or one the parser skips).
+#[inline]
+fn parse_raw_line<P: LineParser>(
+    parser: &mut P,
+    mut line: &[u8],
+) -> Option<Result<TraceRecord, TraceErrorKind>> {
+    if let [rest @ .., b'\n'] = line {
+        line = rest;
+    }
+    if let [rest @ .., b'\r'] = line {
+        line = rest;
+    }
+    if parse::is_blank_or_comment(line) {
+        return None;
+    }
+    parser.parse_line(line).transpose()
 }
 
 /// The trace formats spindle reads (and, for some, writes).
