@@ -45,6 +45,56 @@ struct Params {
     spec: CacheSpec,
     bus_sector: Span,
     bus_sector_write: Span,
+    /// The spec's overheads and delays, converted once (each request pays several).
+    t: Spans,
+}
+
+/// [`CacheSpec`]'s times in integer nanoseconds: `x` is `x_ms`.
+#[derive(Clone, Debug)]
+struct Spans {
+    data_preparation: Span,
+    first_reselect: Span,
+    minimum_seek: Span,
+    other_reselect: Span,
+    read_completion: Span,
+    read_disconnect_after_read: Span,
+    read_disconnect_after_write: Span,
+    read_hit_after_read: Span,
+    read_hit_after_write: Span,
+    read_miss_after_read: Span,
+    read_miss_after_write: Span,
+    write_completion: Span,
+    write_disconnect: Span,
+    write_hit_after_read: Span,
+    write_hit_after_write: Span,
+    write_miss_after_read: Span,
+    write_miss_after_write: Span,
+    per_request: Span,
+}
+
+impl Spans {
+    fn of(c: &CacheSpec) -> Spans {
+        Spans {
+            data_preparation: ns(c.data_preparation_ms),
+            first_reselect: ns(c.first_reselect_ms),
+            minimum_seek: ns(c.minimum_seek_ms),
+            other_reselect: ns(c.other_reselect_ms),
+            read_completion: ns(c.read_completion_ms),
+            read_disconnect_after_read: ns(c.read_disconnect_after_read_ms),
+            read_disconnect_after_write: ns(c.read_disconnect_after_write_ms),
+            read_hit_after_read: ns(c.read_hit_after_read_ms),
+            read_hit_after_write: ns(c.read_hit_after_write_ms),
+            read_miss_after_read: ns(c.read_miss_after_read_ms),
+            read_miss_after_write: ns(c.read_miss_after_write_ms),
+            write_completion: ns(c.write_completion_ms),
+            write_disconnect: ns(c.write_disconnect_ms),
+            write_hit_after_read: ns(c.write_hit_after_read_ms),
+            write_hit_after_write: ns(c.write_hit_after_write_ms),
+            write_miss_after_read: ns(c.write_miss_after_read_ms),
+            write_miss_after_write: ns(c.write_miss_after_write_ms),
+            per_request: ns(c.per_request_ms),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -108,7 +158,8 @@ pub struct Service {
 /// Per-disk controller state.
 #[derive(Clone, Debug)]
 pub struct Controller {
-    params: Option<Params>,
+    /// Shared by clones (a controller is cloned to try a request, and per disk).
+    params: Option<std::sync::Arc<Params>>,
     segments: Vec<Segment>,
     read_ahead: Option<ReadAhead>,
     /// The mechanism is committed (destaging) until this instant.
@@ -124,10 +175,13 @@ pub struct Controller {
 
 impl Controller {
     pub fn new(drive: &Drive, head: HeadState) -> Controller {
-        let params = drive.cache().map(|c| Params {
-            spec: c.clone(),
-            bus_sector: ns(c.bus_sector_ms),
-            bus_sector_write: ns(c.bus_sector_write_ms.unwrap_or(c.bus_sector_ms)),
+        let params = drive.cache().map(|c| {
+            std::sync::Arc::new(Params {
+                spec: c.clone(),
+                bus_sector: ns(c.bus_sector_ms),
+                bus_sector_write: ns(c.bus_sector_write_ms.unwrap_or(c.bus_sector_ms)),
+                t: Spans::of(c),
+            })
         });
         let segments = match &params {
             Some(p) => (0..p.spec.segments.max(1))
@@ -183,7 +237,7 @@ impl Controller {
         };
         self.clock += 1;
         // The per-request processing delays the request's arrival at the controller.
-        let per_request = ns(p.spec.per_request_ms);
+        let per_request = p.t.per_request;
         let arrive = now + per_request;
         let mut svc = match x.op {
             Op::Read => self.read(drive, &p, arrive, x, rng),
@@ -296,14 +350,13 @@ impl Controller {
         reading: Option<usize>,
     ) -> usize {
         let reserved = p.spec.separate_write_segment && self.segments.len() > 1;
-        let range: Vec<usize> = if reserved {
-            if op == Op::Write {
-                vec![self.segments.len() - 1]
-            } else {
-                (0..self.segments.len() - 1).collect()
-            }
+        let n = self.segments.len();
+        let range = if !reserved {
+            0..n
+        } else if op == Op::Write {
+            n - 1..n
         } else {
-            (0..self.segments.len()).collect()
+            0..n - 1
         };
         let rank = |i: usize| -> u8 {
             let s = &self.segments[i];
@@ -320,9 +373,8 @@ impl Controller {
                 2
             }
         };
-        let i = *range
-            .iter()
-            .max_by_key(|&&i| (rank(i), std::cmp::Reverse(self.segments[i].used)))
+        let i = range
+            .max_by_key(|&i| (rank(i), std::cmp::Reverse(self.segments[i].used)))
             .expect("a segment exists");
         self.segments[i].used = self.clock;
         i
@@ -394,12 +446,12 @@ impl Controller {
             .filter(|&(_, ready)| ready <= now);
         let hit = c.enable_caching > 0 && first.is_some();
         let overhead = match (hit, self.after_read()) {
-            (true, true) => ns(c.read_hit_after_read_ms),
-            (true, false) => ns(c.read_hit_after_write_ms),
-            (false, _) => self.read_miss_overhead(c),
+            (true, true) => p.t.read_hit_after_read,
+            (true, false) => p.t.read_hit_after_write,
+            (false, _) => self.read_miss_overhead(p),
         };
         let mut overhead = overhead;
-        let mut begin = now + overhead + ns(c.data_preparation_ms);
+        let mut begin = now + overhead + p.t.data_preparation;
         // Nor can a hit on another segment stop a read-ahead short of its minimum
         // (`disk_buffer_stopable_access`): it waits for the read-ahead to reach it.
         let other = self
@@ -412,16 +464,15 @@ impl Controller {
             None
         };
         if let Some(h) = ra_busy {
-            overhead = self.read_miss_overhead(c);
+            overhead = self.read_miss_overhead(p);
             let disconnect = if self.after_read() {
-                ns(c.read_disconnect_after_read_ms)
+                p.t.read_disconnect_after_read
             } else {
-                ns(c.read_disconnect_after_write_ms)
+                p.t.read_disconnect_after_write
             };
             self.stop_read_ahead(drive, h);
-            begin = (now + overhead + disconnect).max(h)
-                + ns(c.first_reselect_ms)
-                + ns(c.data_preparation_ms);
+            begin =
+                (now + overhead + disconnect).max(h) + p.t.first_reselect + p.t.data_preparation;
         } else if hit && !c.never_disconnect && self.destage_end > now {
             // Likewise, a hit arriving while write-back data is being destaged cannot take the
             // mechanism's place (DiskSim `disk_buffer_stopable_access`: a writing access
@@ -429,15 +480,15 @@ impl Controller {
             // overhead and the read disconnect overhead (`disk_read_arrive`), and once the
             // destage is done reconnects (first reselection and data preparation) to send
             // the data.
-            overhead = self.read_miss_overhead(c);
+            overhead = self.read_miss_overhead(p);
             let disconnect = if self.after_read() {
-                ns(c.read_disconnect_after_read_ms)
+                p.t.read_disconnect_after_read
             } else {
-                ns(c.read_disconnect_after_write_ms)
+                p.t.read_disconnect_after_write
             };
             begin = (now + overhead + disconnect).max(self.destage_end)
-                + ns(c.first_reselect_ms)
-                + ns(c.data_preparation_ms);
+                + p.t.first_reselect
+                + p.t.data_preparation;
         }
         if hit {
             // Sectors present or on their way from the read-ahead; any beyond it are a miss
@@ -475,7 +526,7 @@ impl Controller {
                         // waits for the read-miss overhead, `disk_read_arrive`).
                         let from = self.segments[seg].end;
                         if from < goal && (from < x_end || c.read_ahead_on_idle_hit) {
-                            let miss = self.read_miss_overhead(c);
+                            let miss = self.read_miss_overhead(p);
                             self.segments[seg].write_end = None;
                             self.read_ahead = Some(ReadAhead {
                                 segment: seg,
@@ -528,13 +579,10 @@ impl Controller {
             let s = &mut self.segments[seg];
             s.used = self.clock;
             s.start = s.start.max(x.lba);
-            let done = end + ns(c.read_completion_ms);
+            let done = end + p.t.read_completion;
             let access = Access {
-                overhead: overhead + ns(c.data_preparation_ms) + ns(c.read_completion_ms),
-                transfer: done.since(now)
-                    - overhead
-                    - ns(c.data_preparation_ms)
-                    - ns(c.read_completion_ms),
+                overhead: overhead + p.t.data_preparation + p.t.read_completion,
+                transfer: done.since(now) - overhead - p.t.data_preparation - p.t.read_completion,
                 end: done,
                 end_cylinder: self.head.cylinder,
                 end_head: self.head.head,
@@ -578,7 +626,7 @@ impl Controller {
         // Reconnecting to send data costs the first reselection and the data preparation
         // (DiskSim `disk_check_bus`: `overhead_reselect_first` + `overhead_data_prep` when
         // data is to move).
-        let reselect = ns(c.first_reselect_ms) + ns(c.data_preparation_ms);
+        let reselect = p.t.first_reselect + p.t.data_preparation;
         // The drive reconnects once the high water mark of data is buffered, or the whole
         // request. DiskSim (`disk_buffer_set_segment`): by request size the mark is
         // max(1, ⌊min(segment, request) · mark⌋) sectors (truncated); by segment it is
@@ -596,12 +644,12 @@ impl Controller {
         // The read disconnect overhead, after a read or after a write (DiskSim's `lastflags`
         // is the previous request's until this one completes).
         let disconnect = if self.after_read() {
-            ns(c.read_disconnect_after_read_ms)
+            p.t.read_disconnect_after_read
         } else {
-            ns(c.read_disconnect_after_write_ms)
+            p.t.read_disconnect_after_write
         };
         let bus_start = if c.never_disconnect {
-            now + overhead + ns(c.data_preparation_ms)
+            now + overhead + p.t.data_preparation
         } else {
             // The drive first disconnects, after the command overhead and the read
             // disconnect overhead (DiskSim `disk_read_arrive`); it cannot reselect before.
@@ -627,7 +675,7 @@ impl Controller {
             };
             read_media_segmented(drive, &self.head, x, &times, &bus)
         };
-        let done = end + ns(c.read_completion_ms);
+        let done = end + p.t.read_completion;
         let seg = self.take_segment(p, Op::Read, (x.lba, x.lba + n), reading);
         let mut seg_start = x.lba;
         if c.read_any_free_blocks {
@@ -659,12 +707,12 @@ impl Controller {
         self.mech_free = media_end;
         self.start_read_ahead(drive, p, seg, x.lba + n, media_end);
         let access = Access {
-            overhead: overhead + ns(c.read_completion_ms),
+            overhead: overhead + p.t.read_completion,
             seek: a.seek + start.since(t),
             rotation,
             transfer: done.since(now)
                 - overhead
-                - ns(c.read_completion_ms)
+                - p.t.read_completion
                 - a.seek
                 - start.since(t)
                 - rotation,
@@ -698,12 +746,12 @@ impl Controller {
 
     /// The read-miss command overhead, after a read or after a write. DiskSim also holds a
     /// read hit's mechanical activity (resuming the read-ahead) for it (`disk_read_arrive`).
-    fn read_miss_overhead(&self, c: &CacheSpec) -> Span {
-        ns(if self.after_read() {
-            c.read_miss_after_read_ms
+    fn read_miss_overhead(&self, p: &Params) -> Span {
+        if self.after_read() {
+            p.t.read_miss_after_read
         } else {
-            c.read_miss_after_write_ms
-        })
+            p.t.read_miss_after_write
+        }
     }
 
     /// Where the read-ahead stops after a read ending at `end`, for `continuous_read` mode 3
@@ -826,10 +874,10 @@ impl Controller {
             .filter(|_| !c.never_disconnect && follows_write);
         let overhead = match (extra, fast, after_read) {
             (Some(e), _, _) => ns(e.command_ms),
-            (None, true, true) => ns(c.write_hit_after_read_ms),
-            (None, true, false) => ns(c.write_hit_after_write_ms),
-            (None, false, true) => ns(c.write_miss_after_read_ms),
-            (None, false, false) => ns(c.write_miss_after_write_ms),
+            (None, true, true) => p.t.write_hit_after_read,
+            (None, true, false) => p.t.write_hit_after_write,
+            (None, false, true) => p.t.write_miss_after_read,
+            (None, false, false) => p.t.write_miss_after_write,
         };
         let t = now + overhead;
         // A read-ahead short of its minimum when the write arrives cannot be stopped: the
@@ -857,17 +905,16 @@ impl Controller {
         // overlaps (`disk_buffer_stopable_access`), which stopping it here covers.
         self.stop_read_ahead(drive, unstoppable.unwrap_or(t));
         // Data comes over the interface first (after the extra disconnect, if any).
-        let mut bus_start = t + ns(c.data_preparation_ms);
+        let mut bus_start = t + p.t.data_preparation;
         if let Some(h) = unstoppable {
-            bus_start = bus_start.max(h + ns(c.first_reselect_ms) + ns(c.data_preparation_ms));
+            bus_start = bus_start.max(h + p.t.first_reselect + p.t.data_preparation);
         }
         // A write that arrives while the mechanism destages earlier write data it does not
         // append to cannot be taken: the drive disconnects and takes it, reselecting, once
         // the destage is done (DiskSim `disk_write_arrive`: data is accepted at once only
         // when there is no effective media access or it is a stoppable append).
         if !c.never_disconnect && !appends && self.destage_end > now {
-            bus_start = bus_start
-                .max(self.destage_end + ns(c.first_reselect_ms) + ns(c.data_preparation_ms));
+            bus_start = bus_start.max(self.destage_end + p.t.first_reselect + p.t.data_preparation);
         }
         // A drive that never disconnects takes the data into another segment during the
         // destage, unless the destaging segment is as many write segments as it may have:
@@ -876,11 +923,10 @@ impl Controller {
         // the write waits, holding the bus, for the destage to end.
         let seg_limit = c.write_segments <= 1 || c.separate_write_segment;
         if c.never_disconnect && seg_limit && !appends && self.destage_end > now {
-            bus_start = bus_start.max(self.destage_end + ns(c.data_preparation_ms));
+            bus_start = bus_start.max(self.destage_end + p.t.data_preparation);
         }
         if let Some(e) = extra {
-            bus_start +=
-                ns(e.disconnect_ms) + ns(e.inter_disconnect_delay_ms) + ns(c.first_reselect_ms);
+            bus_start += ns(e.disconnect_ms) + ns(e.inter_disconnect_delay_ms) + p.t.first_reselect;
         }
         let data_in = bus_start + p.bus_sector_write * n;
         // Cached read data the write overlaps is stale: those segments are dropped.
@@ -914,7 +960,7 @@ impl Controller {
         if c.minimum_seek_ms > 0.0 {
             let to = drive.locate(x.lba).chs;
             let seek = drive.seek_span(self.head.cylinder, self.head.head, to, Op::Write);
-            start += ns(c.minimum_seek_ms).saturating_sub(seek);
+            start += p.t.minimum_seek.saturating_sub(seek);
         }
         let mut times = Vec::with_capacity(x.sectors as usize);
         let a = drive.access_with_sector_times(start, &self.head, x, rng, &mut times);
@@ -955,8 +1001,8 @@ impl Controller {
                 q: q.min(seg_size),
                 hold: c.hold_bus_write || c.never_disconnect,
                 mark,
-                disconnect: ns(c.write_disconnect_ms),
-                reselect: ns(c.first_reselect_ms) + ns(c.data_preparation_ms),
+                disconnect: p.t.write_disconnect,
+                reselect: p.t.first_reselect + p.t.data_preparation,
             };
             write_media_segmented(drive, &self.head, x, &times, &bus)
         };
@@ -992,16 +1038,16 @@ impl Controller {
         // completion once the media write is done (DiskSim `disk_check_bus`,
         // `disk_reconnection_or_transfer_complete`).
         let (disconnect, reselect) = match extra {
-            Some(e) => (ns(e.second_disconnect_ms), ns(c.other_reselect_ms)),
-            None => (ns(c.write_disconnect_ms), ns(c.first_reselect_ms)),
+            Some(e) => (ns(e.second_disconnect_ms), p.t.other_reselect),
+            None => (p.t.write_disconnect, p.t.first_reselect),
         };
         let done = if fast {
-            data_in + ns(c.write_completion_ms)
+            data_in + p.t.write_completion
         } else {
-            media_end.max(data_in + disconnect) + reselect + ns(c.write_completion_ms)
+            media_end.max(data_in + disconnect) + reselect + p.t.write_completion
         };
         let completion = if fast {
-            ns(c.write_completion_ms)
+            p.t.write_completion
         } else {
             done.since(media_end.max(data_in))
         };
