@@ -213,6 +213,13 @@ impl Engine for Array {
     fn capacity_sectors(&self) -> u64 {
         Array::capacity_sectors(self)
     }
+    fn prefetch(&self, lba: u64) {
+        if lba < self.capacity_sectors() {
+            let (_, offset) = self.layout.column_offset(lba);
+            let band = self.layout.band();
+            self.drive.prefetch(band.replica(offset, 1, 0).first.lba);
+        }
+    }
     fn disk_count(&self) -> usize {
         Array::disk_count(self)
     }

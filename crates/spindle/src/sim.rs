@@ -401,8 +401,9 @@ pub fn run_observed(
                         host.push_back(r);
                     }
                     next = arrivals.next().transpose().map_err(SimError::Workload)?;
-                    if next.is_none() {
-                        collector.set_total(arrived);
+                    match &next {
+                        Some(n) => array.prefetch(n.lba),
+                        None => collector.set_total(arrived),
                     }
                 } else {
                     let (t, ev) = events.pop().expect("a disk completion is pending");

@@ -385,6 +385,15 @@ impl Geometry {
         }
     }
 
+    /// Touches what locating `lba` will read (a DiskSim layout's run table; spindle's own
+    /// layouts compute a position from a few zone values).
+    #[inline]
+    pub fn prefetch(&self, lba: u64) {
+        if let Some(g1) = &self.g1 {
+            g1.prefetch(lba);
+        }
+    }
+
     /// `(lba_to_chs(lba), run_on_track(lba), angle_index(lba_to_chs(lba)))`, with one
     /// lookup for a DiskSim layout.
     #[inline]

@@ -293,6 +293,13 @@ impl Drive {
         self.geometry.capacity_sectors()
     }
 
+    /// [`crate::engine::Engine::prefetch`] for the drive's layout: touches what locating
+    /// `lba` will read.
+    #[inline]
+    pub fn prefetch(&self, lba: u64) {
+        self.geometry.prefetch(lba);
+    }
+
     /// Locates an LBA's first sector (done once per request, when it is queued).
     #[inline]
     pub fn locate(&self, lba: u64) -> Target {

@@ -180,6 +180,12 @@ pub trait Engine: Send {
     fn outstanding(&self) -> usize;
     /// Logical capacity in sectors.
     fn capacity_sectors(&self) -> u64;
+    /// A hint, without effect on results: a host request for `lba` is coming soon, so the
+    /// controller may start loading what its address mapping will need (a large drive
+    /// layout's table, out of cache for a random address) while other events run.
+    fn prefetch(&self, lba: u64) {
+        let _ = lba;
+    }
     fn disk_count(&self) -> usize;
     fn sector_bytes(&self) -> u32;
     /// The smallest unit and alignment, in bytes, of the host requests this controller
@@ -260,6 +266,9 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
     }
     fn capacity_sectors(&self) -> u64 {
         (**self).capacity_sectors()
+    }
+    fn prefetch(&self, lba: u64) {
+        (**self).prefetch(lba)
     }
     fn disk_count(&self) -> usize {
         (**self).disk_count()

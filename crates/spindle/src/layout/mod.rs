@@ -236,6 +236,16 @@ impl Layout {
         (unit * u64::from(self.columns) + u64::from(piece.column)) * self.stripe_unit + within
     }
 
+    /// The column holding logical sector `lba` and its offset in the column's data.
+    #[inline]
+    pub fn column_offset(&self, lba: u64) -> (u32, u64) {
+        let unit = lba / self.stripe_unit;
+        let within = lba % self.stripe_unit;
+        let cols = u64::from(self.columns);
+        let column = u32::try_from(unit % cols).expect("column fits u32");
+        (column, (unit / cols) * self.stripe_unit + within)
+    }
+
     /// Splits `sectors` sectors from logical `lba` into pieces, appended to `out` in order.
     pub fn pieces(&self, lba: u64, sectors: u32, out: &mut Vec<Piece>) {
         assert!(
@@ -244,11 +254,8 @@ impl Layout {
         );
         let (mut lba, mut left) = (lba, u64::from(sectors));
         while left > 0 {
-            let unit = lba / self.stripe_unit;
+            let (column, offset) = self.column_offset(lba);
             let within = lba % self.stripe_unit;
-            let cols = u64::from(self.columns);
-            let column = u32::try_from(unit % cols).expect("column fits u32");
-            let offset = (unit / cols) * self.stripe_unit + within;
             let mut len = left.min(self.stripe_unit - within);
             len = len.min(self.band.contiguous(offset, len));
             debug_assert!(len > 0 && offset + len <= self.column_sectors);

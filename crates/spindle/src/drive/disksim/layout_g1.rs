@@ -471,6 +471,25 @@ impl G1Layout {
         lo + self.runs[lo + 1..=hi].partition_point(|r| r.first_lbn <= lbn)
     }
 
+    /// Asks the CPU to bring in the run-table entry locating `lbn` will read, so the cache
+    /// miss of a random address overlaps other work (no effect on results).
+    #[inline]
+    pub fn prefetch(&self, lbn: u64) {
+        if lbn < self.capacity() {
+            let lo = self.run_buckets[(lbn >> BUCKET_SHIFT) as usize] as usize;
+            let entry: *const TrackRun = &self.runs[lo];
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a prefetch is a hint that never faults and reads nothing into the
+            // program; `entry` points into the live table anyway. SSE is baseline on x86_64.
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                _mm_prefetch::<_MM_HINT_T0>(entry.cast::<i8>());
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = entry;
+        }
+    }
+
     pub fn capacity(&self) -> u64 {
         self.capacity as u64
     }
