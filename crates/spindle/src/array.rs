@@ -30,6 +30,7 @@
 //!   propagations; reads are served only by copies holding the last acknowledged data; a
 //!   write that partly overlaps a pending one waits until that one is propagated.
 
+mod failure;
 mod nvram;
 
 use nvram::{Header as NvramHeader, NvramTable, Record as NvramRecord};
@@ -37,8 +38,8 @@ use nvram::{Header as NvramHeader, NvramTable, Record as NvramRecord};
 use crate::drive::{Access, Controller, Drive, HeadState, Run, Target, Transfer};
 use crate::engine::{
     Action, Backlog, Breakdown, Busy, Bytes, Cause, CopyRuns, DataMove, DiskClock, DiskCounters,
-    DiskReader, Engine, Event, HostRequest, HostSlot, HostTable, NvramWrite, Outbox, RecoverError,
-    Slab,
+    DiskReader, Engine, Event, FailureConfig, HostRequest, HostSlot, HostTable, NvramWrite, Outbox,
+    RebuildStatus, RecoverError, Slab,
 };
 use crate::layout::{Layout, LayoutConfig, LayoutError, Piece, Placement, Shape};
 use crate::sched::{DiskRequest, Policy, Replicas, Scheduler, MAX_REPLICAS};
@@ -86,6 +87,8 @@ pub struct ArrayConfig {
     pub writes: WritePolicy,
     /// Pending delayed writes beyond which the oldest move to the foreground.
     pub nvram_entries: usize,
+    /// A disk that fails, and its rebuild (mirrored layouts: see [`failure`]).
+    pub failure: Option<FailureConfig>,
 }
 
 impl ArrayConfig {
@@ -101,6 +104,7 @@ impl ArrayConfig {
             seed,
             writes: WritePolicy::default(),
             nvram_entries: DEFAULT_NVRAM_ENTRIES,
+            failure: None,
         }
     }
 }
@@ -156,6 +160,10 @@ enum Kind {
     WriteAll,
     /// Write the replicas in `mask` on one disk, in the background (delayed writes).
     Propagate,
+    /// Read a rebuild step's data from a surviving mirror ([`failure`]).
+    RebuildRead,
+    /// Write every replica of a rebuild step on the spare.
+    RebuildWrite,
 }
 
 struct DiskOp {
@@ -235,6 +243,9 @@ impl Engine for Array {
     fn backlog(&self) -> Backlog {
         Array::backlog(self)
     }
+    fn rebuild(&self) -> Option<RebuildStatus> {
+        self.rebuild_status()
+    }
     fn enable_data_moves(&mut self) -> bool {
         self.data_moves.get_or_insert_with(VecDeque::new);
         if self.copies_mask() != 1 && self.nvram.is_none() {
@@ -287,6 +298,7 @@ pub struct Array {
     data_moves: Option<VecDeque<DataMove>>,
     /// The table's NVRAM image (with data moves on, when a piece has several copies).
     nvram: Option<NvramTable>,
+    failure: Option<failure::Failure>,
     #[cfg(test)]
     audit: audit::Audit,
 }
@@ -354,6 +366,12 @@ impl Array {
             })
             .collect();
         let n = layout.disks();
+        let failure = cfg
+            .failure
+            .as_ref()
+            .map(|f| failure::Failure::new(f, &layout, drive.geometry().sector_bytes()))
+            .transpose()
+            .map_err(LayoutError)?;
         // Only a layout with several copies of a sector keeps a table.
         let replicated = u64::from(dr) * u64::from(dm) > 1;
         let cover = || Coverage::new(&layout, replicated);
@@ -379,6 +397,7 @@ impl Array {
             pieces: Vec::with_capacity(8),
             data_moves: None,
             nvram: None,
+            failure,
             #[cfg(test)]
             audit: audit::Audit::default(),
         })
@@ -387,6 +406,15 @@ impl Array {
     /// Logical capacity in sectors.
     pub fn capacity_sectors(&self) -> u64 {
         self.layout.capacity_sectors()
+    }
+
+    /// Whether `layout` can take failure `f` (see [`failure`]): the reason it cannot.
+    pub fn check_failure(
+        layout: &Layout,
+        f: &FailureConfig,
+        sector_bytes: u32,
+    ) -> Result<(), String> {
+        failure::Failure::new(f, layout, sector_bytes).map(|_| ())
     }
 
     pub fn disk_count(&self) -> usize {
@@ -441,11 +469,12 @@ impl Array {
 
     pub fn handle(&mut self, now: Nanos, ev: Event) {
         self.out.advance(now);
+        self.fail_if_due(now);
         match ev {
             Event::Host(req) => self.accept(now, req),
             Event::DiskDone { disk } => self.finish(now, disk),
-            // This controller sets no timers.
-            Event::Wake => {}
+            // The failure's and a paced rebuild's timers.
+            Event::Wake => self.wake(now),
         }
     }
 
@@ -653,6 +682,14 @@ impl Array {
                 .filter(|k| k.1 < w[1] && k.1 + u64::from(k.2) > w[0])
                 .fold(all, |m, k| m & self.table[k].fresh);
             debug_assert!(fresh != 0, "a piece with no fresh copy");
+            // A failed disk's copies serve no new read, unless the data lives only there
+            // (then it is still draining: see `failure`).
+            let lost = self.lost_copies(&part);
+            let fresh = if fresh & !lost != 0 {
+                fresh & !lost
+            } else {
+                fresh
+            };
             let op = DiskOp {
                 kind: Kind::Read,
                 slot: Some(slot),
@@ -806,10 +843,11 @@ impl Array {
     fn must_wait(&self, piece: &Piece) -> (bool, Vec<Key>) {
         let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
         let same = (piece.column, piece.offset, piece.sectors);
-        let wait = (self
-            .blocked_cover
-            .any(piece.column, piece.offset, piece.sectors)
-            && self.blocked.iter().any(|(_, p)| overlaps(p, piece)))
+        let wait = self.held_by_rebuild(piece)
+            || (self
+                .blocked_cover
+                .any(piece.column, piece.offset, piece.sectors)
+                && self.blocked.iter().any(|(_, p)| overlaps(p, piece)))
             || match self.writes {
                 WritePolicy::Foreground => !keys.is_empty(),
                 WritePolicy::Delayed => {
@@ -890,7 +928,7 @@ impl Array {
                     kind: Kind::FirstWrite,
                     slot: Some(slot),
                     piece,
-                    copies: all,
+                    copies: all & !self.lost_copies(&piece),
                     holders: 0,
                     in_delayed: false,
                     version,
@@ -919,8 +957,12 @@ impl Array {
         version: u64,
     ) -> Vec<usize> {
         let disks = self.layout.disks_of(piece.column);
+        let (dr, lost) = (self.layout.replicas(), self.lost_copies(&piece));
         let mut ids = Vec::with_capacity(disks.len());
         for (m, d) in disks.enumerate() {
+            if lost >> (m as u32 * dr) & 1 == 1 {
+                continue;
+            }
             let id = self.queue_write_all(queued_at, slot, piece, version, (d, m));
             ids.push(id);
         }
@@ -1068,7 +1110,7 @@ impl Array {
         // rotational order from the closest one.
         let mut order = [(0u64, first_replica); MAX_REPLICAS];
         let mut n = 1;
-        if matches!(kind, Kind::WriteAll | Kind::Propagate) {
+        if matches!(kind, Kind::WriteAll | Kind::Propagate | Kind::RebuildWrite) {
             let period = self.drive.period().0;
             let angle_of = |i: usize| r.replicas.get(i).1.angle_ns;
             let a0 = angle_of(pick.replica);
@@ -1098,7 +1140,7 @@ impl Array {
             }
             written |= 1 << k;
         }
-        if let Some(copies) = copies {
+        if let Some(copies) = copies.filter(|_| kind != Kind::RebuildRead) {
             let mv = self.data_move(disk, r.op, kind, id, piece, copies);
             debug_assert!(
                 mv.is_consistent(self.drive.geometry().sector_bytes()),
@@ -1135,11 +1177,13 @@ impl Array {
         if kind == Kind::Read {
             let must_see = &self.ops[id].must_see;
             self.audit.check_read(disk, runs_slice, must_see);
+            self.audit.read_starts.push((disk, now));
         }
         let cause = match kind {
             Kind::Read => Cause::HostRead,
             Kind::FirstWrite | Kind::WriteAll => Cause::HostWrite,
             Kind::Propagate => Cause::DelayedWrite,
+            Kind::RebuildRead | Kind::RebuildWrite => Cause::Rebuild,
         };
         self.disks[disk].clock.start(cause, now, until);
         self.disks[disk].busy = Some(InFlight {
@@ -1167,6 +1211,14 @@ impl Array {
     ) -> DataMove {
         let slot = self.ops[id].slot;
         let host = slot.map(|s| Bytes::Host(self.host.get(s).req.id));
+        let rebuilt = (kind == Kind::RebuildWrite).then(|| Bytes::Copy {
+            disk: self.rebuild_source(),
+            runs: self
+                .layout
+                .band()
+                .replica(piece.offset, piece.sectors, 0)
+                .to_vec(),
+        });
         let source = (kind == Kind::Propagate).then(|| {
             let key = (piece.column, piece.offset, piece.sectors);
             let fresh = self.table[&key].fresh;
@@ -1190,6 +1242,7 @@ impl Array {
             sectors: piece.sectors,
             bytes: host
                 .or(source)
+                .or(rebuilt)
                 .expect("an operation serves a host request or propagates"),
             copies,
         }
@@ -1212,16 +1265,32 @@ impl Array {
         if op.kind == Kind::Propagate {
             self.disks[disk].propagations += 1;
         }
-        #[cfg(test)]
-        if op.kind != Kind::Read {
-            self.audit.wrote(disk, &f.runs, op.version);
-        }
-        if op.kind != Kind::Read && self.layout.replicas() * self.layout.mirrors() > 1 {
-            self.written(now, disk, &op, f.replicas, f.op);
+        match op.kind {
+            Kind::RebuildRead | Kind::RebuildWrite => {
+                #[cfg(test)]
+                if op.kind == Kind::RebuildWrite {
+                    let src = self.rebuild_source();
+                    let from = self
+                        .layout
+                        .band()
+                        .replica(op.piece.offset, op.piece.sectors, 0);
+                    self.audit.copied((src, &from.to_vec()), disk, &f.runs);
+                }
+                self.rebuild_op_done(now, op.kind);
+            }
+            Kind::Read => {}
+            _ => {
+                #[cfg(test)]
+                self.audit.wrote(disk, &f.runs, op.version);
+                if self.layout.replicas() * self.layout.mirrors() > 1 {
+                    self.written(now, disk, &op, f.replicas, f.op);
+                }
+            }
         }
         if let Some(slot) = op.slot {
             self.part_done(now, slot, &f);
         }
+        self.spare_check(now, disk);
         self.out.mark_for_dispatch(disk);
     }
 
@@ -1246,10 +1315,11 @@ impl Array {
                 // the other mirrors, as delayed writes.
                 let all = self.all_replicas();
                 let mirrors = self.layout.disks_of(op.piece.column);
+                let lost = self.lost_copies(&op.piece);
                 let mut new_ops = Vec::new();
                 for (mi, d) in mirrors.enumerate() {
                     let mask = if d == disk { all & !replicas } else { all };
-                    if mask == 0 {
+                    if mask == 0 || lost >> (mi as u32 * dr) & 1 == 1 {
                         continue;
                     }
                     let copies = u64::from(mask) << (mi as u32 * dr);
@@ -1302,6 +1372,11 @@ impl Array {
                 t.remove(slot);
             }
             self.release_blocked(now);
+            if let Some(f) = self.failure.as_ref() {
+                let failed = f.disk();
+                self.start_rebuild_step(now);
+                self.spare_check(now, failed);
+            }
         } else if op.kind == Kind::FirstWrite && self.blocked_cover.any(key.0, key.1, key.2) {
             // A newer write of the same piece may now supersede this one's propagation
             // (no blocked write touches the piece: nothing a blocked write waits on changed).
@@ -1450,14 +1525,40 @@ mod audit {
         acked_at: HashMap<u64, Nanos>,
         pub reads_checked: u64,
         pub stale_reads: u64,
+        /// Every host read's disk and start.
+        pub read_starts: Vec<(usize, Nanos)>,
+        /// A spare and the sectors written on it since it was installed (the rest hold
+        /// nothing: reading them is a stale read).
+        spare: Option<(usize, std::collections::HashSet<u64>)>,
+    }
+
+    fn sectors(runs: &[Run]) -> impl Iterator<Item = u64> + '_ {
+        runs.iter()
+            .flat_map(|r| r.lba..r.lba + u64::from(r.sectors))
     }
 
     impl Audit {
         pub fn wrote(&mut self, disk: usize, runs: &[Run], version: u64) {
-            for r in runs {
-                for s in r.lba..r.lba + u64::from(r.sectors) {
-                    self.physical.insert((disk, s), version);
+            for s in sectors(runs) {
+                self.physical.insert((disk, s), version);
+                if let Some((_, on_spare)) = self.spare.as_mut().filter(|(d, _)| *d == disk) {
+                    on_spare.insert(s);
                 }
+            }
+        }
+        /// A new, empty disk takes `disk`'s place.
+        pub fn install_spare(&mut self, disk: usize) {
+            self.physical.retain(|&(d, _), _| d != disk);
+            self.spare = Some((disk, Default::default()));
+        }
+        /// `to` (one or more copies, one after the other) received what `from` holds.
+        pub fn copied(&mut self, (src, from): (usize, &[Run]), disk: usize, to: &[Run]) {
+            let held: Vec<u64> = sectors(from)
+                .map(|s| self.physical.get(&(src, s)).copied().unwrap_or(0))
+                .collect();
+            let to: Vec<u64> = sectors(to).collect();
+            for (i, s) in to.into_iter().enumerate() {
+                self.wrote(disk, &[Run { lba: s, sectors: 1 }], held[i % held.len()]);
             }
         }
         pub fn acked(&mut self, lba: u64, sectors: u32, version: u64, arrival: Nanos, now: Nanos) {
@@ -1479,6 +1580,12 @@ mod audit {
         /// The read's runs map in order onto its logical sectors.
         pub fn check_read(&mut self, disk: usize, runs: &[Run], must_see: &[Option<(Nanos, u64)>]) {
             self.reads_checked += 1;
+            if let Some((_, on_spare)) = self.spare.as_ref().filter(|(d, _)| *d == disk) {
+                if sectors(runs).any(|s| !on_spare.contains(&s)) {
+                    self.stale_reads += 1;
+                    return;
+                }
+            }
             let held = runs
                 .iter()
                 .flat_map(|r| r.lba..r.lba + u64::from(r.sectors))

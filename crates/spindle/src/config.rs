@@ -1491,10 +1491,6 @@ impl Experiment {
                 ("array.destage_high_mark", a.destage_high_mark.is_some()),
                 ("array.destage_low_mark", a.destage_low_mark.is_some()),
                 ("array.destage_estimate", a.destage_estimate.is_some()),
-                ("array.failed_disk", a.failed_disk.is_some()),
-                ("array.fail_at_ms", a.fail_at_ms.is_some()),
-                ("array.rebuild", a.rebuild.is_some()),
-                ("array.rebuild_rate_mb_s", a.rebuild_rate_mb_s.is_some()),
                 ("array.io_bus_mb_s", a.io_bus_mb_s.is_some_and(|r| r != 0.0)),
                 (
                     "array.cache_port_mb_s",
@@ -1539,6 +1535,23 @@ impl Experiment {
     fn build_ew(&self, drive: &Arc<Drive>, age_bound: Option<Span>) -> Result<Built, ConfigError> {
         let s = &self.spec;
         let a = &s.array;
+        for (key, given) in [
+            ("array.failed_disk", a.failed_disk.is_some()),
+            ("array.fail_at_ms", a.fail_at_ms.is_some()),
+            ("array.rebuild", a.rebuild.is_some()),
+            ("array.rebuild_rate_mb_s", a.rebuild_rate_mb_s.is_some()),
+        ] {
+            if given {
+                return Err(self.error(
+                    key,
+                    format!(
+                        "disk failures are simulated for the mirrored and parity layouts, not \
+                         yet for \"{}\"",
+                        a.layout.name()
+                    ),
+                ));
+            }
+        }
         let shape = self.ew_shape()?;
         let policy = match a.scheduler {
             None => EwPolicy::SatfEw,
@@ -1627,6 +1640,11 @@ impl Experiment {
             },
         )
         .map_err(|e| self.error("array", e.0))?;
+        let failure = self.failure(a, shape.disks())?;
+        if let Some(f) = &failure {
+            Array::check_failure(&layout, f, drive.geometry().sector_bytes())
+                .map_err(|m| self.error("array.failed_disk", m))?;
+        }
         let array = Array::new(
             drive.clone(),
             &ArrayConfig {
@@ -1639,6 +1657,7 @@ impl Experiment {
                 seed: s.seed,
                 writes: a.writes,
                 nvram_entries: a.nvram_entries,
+                failure,
             },
         )
         .map_err(|e| self.error("array", e.0))?;

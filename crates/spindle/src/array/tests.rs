@@ -3,6 +3,8 @@ use crate::drive::builtin_drive;
 use crate::engine::Completion;
 use crate::layout::{Layout, LayoutConfig, Placement, Shape};
 
+mod failure;
+
 fn array(disks: usize, policy: Policy) -> Array {
     let drive = Arc::new(builtin_drive("st39133lwv").expect("built-in drive"));
     Array::new(drive, &ArrayConfig::jbod(disks, policy, 7))
@@ -29,7 +31,8 @@ fn drain_with(
     loop {
         while let Some(act) = a.poll_action() {
             match act {
-                Action::Wake { .. } => unreachable!("this controller sets no timers"),
+                // A timer: an event with no disk.
+                Action::Wake { at } => disks.push(Reverse((at, usize::MAX))),
                 Action::DiskBusy { disk, until } => disks.push(Reverse((until, disk))),
                 Action::Complete(c) => {
                     if let Some(r) = follow(&c) {
@@ -51,7 +54,11 @@ fn drain_with(
             a.handle(r.arrival, Event::Host(*r));
         } else {
             let Reverse((t, disk)) = disks.pop().expect("peeked");
-            a.handle(t, Event::DiskDone { disk });
+            if disk == usize::MAX {
+                a.handle(t, Event::Wake);
+            } else {
+                a.handle(t, Event::DiskDone { disk });
+            }
         }
     }
     out

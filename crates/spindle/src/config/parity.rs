@@ -145,7 +145,7 @@ impl Experiment {
             }
         };
         let cache = self.parity_cache(a, drive)?;
-        let failure = self.parity_failure(a, disks)?;
+        let failure = self.failure(a, disks)?;
         // The paper's channel and cache ports (III.B): 20 MB/s each, unless set (0: off).
         let rate = |key: &str, v: Option<f64>| -> Result<Option<f64>, ConfigError> {
             match v {
@@ -231,7 +231,7 @@ fn destage_label(a: &ArraySpec) -> &'static str {
 
 impl Experiment {
     /// The failed disk and its rebuild, from `failed_disk` and the keys that need it.
-    fn parity_failure(
+    pub(super) fn failure(
         &self,
         a: &ArraySpec,
         disks: u32,

@@ -4,6 +4,7 @@
 
 pub mod accounting;
 pub mod data;
+mod failure;
 mod host;
 mod outbox;
 mod slab;
@@ -13,6 +14,7 @@ pub use data::{
     xor_pieces, Bytes, CopyRuns, DataMove, DiskReader, NvramBytes, NvramWrite, Piece, RecoverError,
     Source,
 };
+pub use failure::FailureConfig;
 pub use host::{HostSlot, HostTable};
 pub use outbox::Outbox;
 pub use slab::Slab;

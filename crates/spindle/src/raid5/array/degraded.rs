@@ -22,22 +22,10 @@
 //! served normally, spare included.
 
 use super::{Kind, Raid5Array, StripeWork};
+pub use crate::engine::FailureConfig;
 use crate::engine::{Action, RebuildStatus};
 use crate::raid5::layout::ParityLayout;
 use crate::{Nanos, Op};
-
-/// A disk failure (experiment keys `array.failed_disk`, `array.fail_at_ms`,
-/// `array.rebuild`, `array.rebuild_rate_mb_s`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct FailureConfig {
-    pub disk: usize,
-    pub at: Nanos,
-    /// Rebuild onto a spare; otherwise the array runs degraded to the end.
-    pub rebuild: bool,
-    /// The rebuild's pace, bytes of the spare per second; `None`: as fast as the disks
-    /// allow (one stripe at a time).
-    pub rate_bytes_per_s: Option<f64>,
-}
 
 /// A reconstruct read: rows of a lost unit answered from the other disks of its stripe.
 struct Recon {
@@ -82,18 +70,7 @@ impl Failure {
                 layout.disks()
             ));
         }
-        let step_ns = match cfg.rate_bytes_per_s {
-            None => None,
-            Some(r) if r.is_finite() && r >= 1e3 => {
-                let unit = f64::from(layout.unit_sectors()) * f64::from(sector_bytes);
-                Some(((unit / r) * 1e9).round().max(1.0) as u64)
-            }
-            Some(r) => {
-                return Err(format!(
-                    "the rebuild rate must be at least 1000 bytes/s, got {r}"
-                ))
-            }
-        };
+        let step_ns = cfg.step_ns(u64::from(layout.unit_sectors()) * u64::from(sector_bytes))?;
         Ok(Failure {
             cfg: cfg.clone(),
             group: cfg.disk as u32 / layout.width(),

@@ -1,0 +1,73 @@
+//! A failed disk of a mirrored layout from the CLI (docs/failures.md).
+
+use std::path::Path;
+mod common;
+use common::{spindle, stderr};
+
+fn experiment(dir: &Path, body: &str) -> String {
+    let path = dir.join("exp.toml");
+    std::fs::write(&path, body).unwrap();
+    path.display().to_string()
+}
+
+/// A 4-disk RAID-10 holding 20 MB; disk 1 fails at 10 s (inside the measured window).
+fn body(layout: &str, extra: &str) -> String {
+    format!(
+        "seed = 2\n[drive]\nmodel = \"st39133lwv\"\n[array]\nlayout = \"{layout}\"\n\
+         ds = 2\ndr = 1\ndm = 2\ndata_set_bytes = 20000000\nfailed_disk = 1\nfail_at_ms = 10000\n{extra}\
+         [workload]\nkind = \"open\"\nrate_iops = 100\nread_fraction = 0.6\nsize_bytes = 8192\n\
+         [run]\nrequests = 3000\ndrain = true\n"
+    )
+}
+
+#[test]
+fn a_mirrored_disk_is_rebuilt_and_the_report_says_how_long_it_took() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = experiment(dir.path(), &body("raid-10", ""));
+    let o = spindle(&["run", &exp, "--json", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &v["rebuild"];
+    assert_eq!(r["disk"].as_u64(), Some(1));
+    assert_eq!(r["failed_at_s"].as_f64(), Some(10.0));
+    assert_eq!(r["stripes_done"], r["stripes_total"], "{r}");
+    // 10 MB of column data in 256 KiB steps.
+    assert_eq!(
+        r["stripes_total"].as_u64(),
+        Some(10_000_000u64.div_ceil(262_144))
+    );
+    assert!(v["rebuild_s"].as_f64().unwrap() > 0.0);
+    assert!(r["during"]["requests"].as_u64().unwrap() > 0, "{r}");
+    for (disk, role) in [(1, "spare"), (0, "source")] {
+        let c = &v["disks"][disk]["utilization_by_cause"];
+        assert!(c["rebuild"].as_f64().unwrap() > 0.0, "{role}: {c}");
+    }
+    let c = &v["disks"][2]["utilization_by_cause"];
+    assert_eq!(c["rebuild"].as_f64(), Some(0.0), "the other column: {c}");
+}
+
+#[test]
+fn layouts_that_lose_data_or_are_not_built_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    for (layout, extra, says) in [
+        ("sr-array", "", "loses its data"),
+        ("striping", "", "loses its data"),
+        ("raid-10", "rebuild_rate_mb_s = 0.0001\n", "at least 0.001"),
+    ] {
+        let b = body(layout, extra);
+        let b = if layout == "raid-10" {
+            b
+        } else {
+            b.replace("dm = 2\n", "dm = 1\n")
+        };
+        let o = spindle(&["run", &experiment(dir.path(), &b), "--quiet"]);
+        assert_eq!(o.status.code(), Some(2), "{layout}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains("array.") && e.contains(says), "{layout}: {e}");
+    }
+    let b = "seed = 1\n[drive]\nmodel = \"st39133lwv\"\n[array]\nlayout = \"ew-array\"\n\
+             failed_disk = 0\n[workload]\nkind = \"closed\"\n[run]\nrequests = 10\n";
+    let o = spindle(&["run", &experiment(dir.path(), b), "--quiet"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("array.failed_disk"), "{}", stderr(&o));
+}

@@ -1,0 +1,357 @@
+//! A failed disk of a mirrored layout (mirror, RAID-10, SR-Mirror), degraded operation and
+//! the rebuild onto a spare.
+//!
+//! A disk fails at a configured instant (a timer, [`Action::Wake`]). As in the parity
+//! arrays (`raid5::array::degraded`), the model is a fail-stop after the work the disk had
+//! accepted: operations already in its queues still run on it, so no operation is cut in
+//! half. From the failure on, the failed disk's copies of the data the rebuild has not
+//! reached are *lost*: reads are served by the surviving mirrors, writes write the
+//! surviving copies only (the host is answered when they are written: with delayed writes,
+//! when the first surviving copy is), and no propagation is queued for a lost copy.
+//!
+//! Data acknowledged with a single fresh copy on the failed disk (a delayed write whose
+//! propagation had not run) is still readable there while the disk drains: its
+//! propagations are moved to the foreground at the failure, and the spare is installed
+//! only once no acknowledged data lives on the failed disk alone — the NVRAM table knows
+//! which pieces those are.
+//!
+//! Then a spare takes the failed disk's place (the same index) and the rebuild starts: in
+//! order, step by step ([`STEP_BYTES`] of the column's data), it reads the step from a
+//! surviving mirror and writes every rotational replica on the spare. A step holds its
+//! range: it starts once no pending write overlaps it, and host writes to it wait until
+//! the step's copy is written (reads go to the survivors meanwhile). Its read and write go
+//! to the disks' host queues, so rebuild competes with host I/O under the array's
+//! scheduler; at most `rate` bytes per second of the spare are rebuilt (steps are paced by
+//! a timer), or as fast as the disks allow. Ranges the rebuild has passed are served by
+//! every copy, spare included.
+//!
+//! A layout with one disk per mirror set (JBOD, striping, SR-Array) has no copy off the
+//! failed disk: its failure loses data, and [`Failure::new`] refuses it.
+
+use super::{Array, DiskOp, Kind};
+use crate::engine::{Action, FailureConfig, RebuildStatus};
+use crate::layout::{Layout, Piece};
+use crate::Nanos;
+
+/// Column data one rebuild step copies (at most; a step ends where the replicas'
+/// placement stops being contiguous).
+pub const STEP_BYTES: u64 = 256 * 1024;
+
+/// The step under way.
+#[derive(Copy, Clone, Debug)]
+struct Step {
+    piece: Piece,
+    /// Its read from a survivor or its write to the spare is queued or running.
+    started: bool,
+}
+
+pub(super) struct Failure {
+    cfg: FailureConfig,
+    /// The failed disk's column and its place in the column's mirror set.
+    column: u32,
+    mirror: u32,
+    /// The failure has happened (at `failed_at`).
+    failed_at: Option<Nanos>,
+    wake_asked: bool,
+    /// Column data below this offset is on the spare.
+    cursor: u64,
+    column_sectors: u64,
+    step_sectors: u64,
+    started: Option<Nanos>,
+    done: Option<Nanos>,
+    /// Virtual time one step takes at the configured rate.
+    step_ns: Option<u64>,
+    step: Option<Step>,
+    /// A paced step waits for this instant (a timer is set).
+    step_due: Option<Nanos>,
+}
+
+impl Failure {
+    pub(super) fn new(
+        cfg: &FailureConfig,
+        layout: &Layout,
+        sector_bytes: u32,
+    ) -> Result<Failure, String> {
+        if cfg.disk >= layout.disks() {
+            return Err(format!(
+                "failed disk {} does not exist: the array has disks 0..{}",
+                cfg.disk,
+                layout.disks()
+            ));
+        }
+        let dm = layout.mirrors();
+        if dm < 2 {
+            return Err(format!(
+                "this layout keeps every copy of a block on one disk (Dm = {dm}{}): a failed \
+                 disk loses its data, so there is no degraded mode to simulate; mirror it \
+                 (Dm >= 2: mirror, raid-10, sr-mirror) or use a parity layout",
+                if layout.replicas() > 1 {
+                    format!(
+                        ", its Dr = {} rotational replicas on the same disk",
+                        layout.replicas()
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        let step_sectors = (STEP_BYTES / u64::from(sector_bytes)).max(1);
+        Ok(Failure {
+            cfg: cfg.clone(),
+            column: cfg.disk as u32 / dm,
+            mirror: cfg.disk as u32 % dm,
+            failed_at: None,
+            wake_asked: false,
+            cursor: 0,
+            column_sectors: layout.column_sectors(),
+            step_sectors,
+            started: None,
+            done: None,
+            step_ns: cfg.step_ns(step_sectors * u64::from(sector_bytes))?,
+            step: None,
+            step_due: None,
+        })
+    }
+}
+
+impl Failure {
+    /// The disk that fails.
+    pub(super) fn disk(&self) -> usize {
+        self.cfg.disk
+    }
+}
+
+impl Array {
+    /// The copies of `piece` lost with the failed disk (bits `m·Dr + k`), 0 for none.
+    pub(super) fn lost_copies(&self, piece: &Piece) -> u64 {
+        let Some(f) = self.failure.as_ref() else {
+            return 0;
+        };
+        let end = piece.offset + u64::from(piece.sectors);
+        if f.failed_at.is_none() || piece.column != f.column || end <= f.cursor {
+            return 0;
+        }
+        let dr = self.layout.replicas();
+        u64::from(self.all_replicas()) << (f.mirror * dr)
+    }
+
+    /// Whether a write of `piece` must wait for the rebuild step holding its range.
+    pub(super) fn held_by_rebuild(&self, piece: &Piece) -> bool {
+        self.failure.as_ref().is_some_and(|f| {
+            f.step
+                .is_some_and(|s| s.piece.column == piece.column && super::overlaps(&s.piece, piece))
+        })
+    }
+
+    pub(super) fn rebuild_status(&self) -> Option<RebuildStatus> {
+        let f = self.failure.as_ref()?;
+        Some(RebuildStatus {
+            disk: f.cfg.disk,
+            failed_at: f.failed_at?,
+            started: f.started,
+            done: f.done,
+            stripes_done: f.cursor.div_ceil(f.step_sectors),
+            stripes_total: f.column_sectors.div_ceil(f.step_sectors),
+        })
+    }
+
+    /// Before any event at `now`: the disk fails if its time has come; otherwise a timer is
+    /// set for it.
+    pub(super) fn fail_if_due(&mut self, now: Nanos) {
+        let Some(f) = self.failure.as_mut() else {
+            return;
+        };
+        if f.failed_at.is_some() {
+            return;
+        }
+        if now < f.cfg.at {
+            if !f.wake_asked {
+                f.wake_asked = true;
+                let at = f.cfg.at;
+                self.out.push(Action::Wake { at });
+            }
+            return;
+        }
+        f.failed_at = Some(now);
+        let (disk, column, mirror) = (f.cfg.disk, f.column, f.mirror);
+        // Acknowledged data whose only fresh copy is on the failed disk is propagated now,
+        // so the disk can be replaced soon.
+        let only_here = u64::from(self.all_replicas()) << (mirror * self.layout.replicas());
+        let keys: Vec<_> = self
+            .table
+            .iter()
+            .filter(|(k, e)| k.0 == column && e.acked != 0 && e.fresh & !only_here == 0)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in keys {
+            self.promote(k);
+        }
+        self.spare_check(now, disk);
+    }
+
+    /// A timer fired: a paced rebuild step may be due.
+    pub(super) fn wake(&mut self, now: Nanos) {
+        let Some(f) = self.failure.as_mut() else {
+            return;
+        };
+        if f.step_due.is_some_and(|t| t <= now) {
+            f.step_due = None;
+            self.next_rebuild_step(now);
+        }
+    }
+
+    /// Disk `disk` may have run out of accepted work (or a table entry finished): once the
+    /// failed disk has, and no acknowledged data lives on it alone, the spare takes its
+    /// place and the rebuild starts.
+    pub(super) fn spare_check(&mut self, now: Nanos, disk: usize) {
+        let Some(f) = self.failure.as_ref() else {
+            return;
+        };
+        if f.cfg.disk != disk || f.failed_at.is_none() || f.started.is_some() || !f.cfg.rebuild {
+            return;
+        }
+        let d = &self.disks[disk];
+        if d.busy.is_some() || !d.sched.is_empty() || !d.delayed.is_empty() {
+            return;
+        }
+        let only_here = u64::from(self.all_replicas()) << (f.mirror * self.layout.replicas());
+        let column = f.column;
+        if self
+            .table
+            .iter()
+            .any(|(k, e)| k.0 == column && e.acked != 0 && e.fresh & !only_here == 0)
+        {
+            return;
+        }
+        #[cfg(test)]
+        self.audit.install_spare(disk);
+        self.failure.as_mut().expect("a failure").started = Some(now);
+        self.next_rebuild_step(now);
+    }
+
+    /// The next step of the rebuild, now or when its pace allows.
+    fn next_rebuild_step(&mut self, now: Nanos) {
+        let Some(f) = self.failure.as_ref() else {
+            return;
+        };
+        if f.step.is_some() || f.step_due.is_some() || f.done.is_some() {
+            return;
+        }
+        let (column, cursor) = (f.column, f.cursor);
+        let want = f.step_sectors.min(f.column_sectors - cursor);
+        let sectors = if want == 0 {
+            0
+        } else {
+            self.layout.band().contiguous(cursor, want).max(1)
+        };
+        let f = self.failure.as_mut().expect("a failure");
+        if sectors == 0 {
+            f.done = Some(now);
+            return;
+        }
+        f.step = Some(Step {
+            piece: Piece {
+                column,
+                offset: cursor,
+                sectors: u32::try_from(sectors).expect("a step fits u32"),
+            },
+            started: false,
+        });
+        self.start_rebuild_step(now);
+    }
+
+    /// Starts the held step's read once no pending write overlaps its range (the writes
+    /// that do are moved to the foreground; the step is retried as entries finish).
+    pub(super) fn start_rebuild_step(&mut self, now: Nanos) {
+        let Some(step) = self.failure.as_ref().and_then(|f| f.step) else {
+            return;
+        };
+        if step.started {
+            return;
+        }
+        let p = step.piece;
+        let keys = self.overlapping(p.column, p.offset, p.sectors);
+        if !keys.is_empty() {
+            for k in keys {
+                self.promote(k);
+            }
+            return;
+        }
+        let f = self.failure.as_mut().expect("a failure");
+        f.step.as_mut().expect("a step").started = true;
+        // The first surviving mirror of the set serves the copy.
+        let source = u32::from(f.mirror == 0);
+        let dr = self.layout.replicas();
+        let copies = u64::from(self.all_replicas()) << (source * dr);
+        self.queue_rebuild_op(now, Kind::RebuildRead, p, copies, source);
+    }
+
+    /// Queues a rebuild operation of `piece` on the `m`-th disk of its mirror set.
+    fn queue_rebuild_op(&mut self, now: Nanos, kind: Kind, piece: Piece, copies: u64, m: u32) {
+        let id = self.new_op(DiskOp {
+            kind,
+            slot: None,
+            piece,
+            copies,
+            holders: 1 << m,
+            in_delayed: false,
+            version: 0,
+            seq: 0,
+            queued_at: now,
+            #[cfg(test)]
+            must_see: Vec::new(),
+        });
+        let disk = self.layout.disks_of(piece.column).start + m as usize;
+        let r = self.request_for(id, disk);
+        self.disks[disk].sched.push(r);
+        if self.disks[disk].busy.is_none() {
+            self.out.mark_for_dispatch(disk);
+        }
+    }
+
+    /// A rebuild operation finished: a read is followed by the spare's write, a write
+    /// moves the rebuild on.
+    pub(super) fn rebuild_op_done(&mut self, now: Nanos, kind: Kind) {
+        let f = self
+            .failure
+            .as_mut()
+            .expect("rebuild operations need a failure");
+        let step = f.step.expect("a step is under way");
+        match kind {
+            Kind::RebuildRead => {
+                let m = f.mirror;
+                let dr = self.layout.replicas();
+                let copies = u64::from(self.all_replicas()) << (m * dr);
+                self.queue_rebuild_op(now, Kind::RebuildWrite, step.piece, copies, m);
+            }
+            Kind::RebuildWrite => {
+                f.cursor = step.piece.offset + u64::from(step.piece.sectors);
+                f.step = None;
+                let began = f.started.expect("the rebuild has started");
+                if let Some(ns) = f.step_ns {
+                    // At the configured rate the spare holds `cursor` sectors no earlier
+                    // than this.
+                    let paced = u128::from(ns) * u128::from(f.cursor) / u128::from(f.step_sectors);
+                    let due = Nanos(
+                        began
+                            .0
+                            .saturating_add(u64::try_from(paced).unwrap_or(u64::MAX)),
+                    );
+                    if due > now {
+                        f.step_due = Some(due);
+                        self.out.push(Action::Wake { at: due });
+                    }
+                }
+                self.release_blocked(now);
+                self.next_rebuild_step(now);
+            }
+            _ => unreachable!("not a rebuild operation"),
+        }
+    }
+
+    /// The survivor the rebuild copies from, for a step's write to the spare.
+    pub(super) fn rebuild_source(&self) -> usize {
+        let f = self.failure.as_ref().expect("a failure");
+        self.layout.disks_of(f.column).start + usize::from(f.mirror == 0)
+    }
+}

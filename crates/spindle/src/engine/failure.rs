@@ -1,0 +1,32 @@
+//! A disk failure, as every redundant controller takes it.
+
+use crate::Nanos;
+
+/// A disk failure (experiment keys `array.failed_disk`, `array.fail_at_ms`,
+/// `array.rebuild`, `array.rebuild_rate_mb_s`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FailureConfig {
+    pub disk: usize,
+    pub at: Nanos,
+    /// Rebuild onto a spare; otherwise the array runs degraded to the end.
+    pub rebuild: bool,
+    /// The rebuild's pace, bytes of the spare per second; `None`: as fast as the disks
+    /// allow (one step at a time).
+    pub rate_bytes_per_s: Option<f64>,
+}
+
+impl FailureConfig {
+    /// Virtual time one rebuild step of `step_bytes` of the spare takes at the configured
+    /// pace; `None` without one.
+    pub fn step_ns(&self, step_bytes: u64) -> Result<Option<u64>, String> {
+        match self.rate_bytes_per_s {
+            None => Ok(None),
+            Some(r) if r.is_finite() && r >= 1e3 => {
+                Ok(Some(((step_bytes as f64 / r) * 1e9).round().max(1.0) as u64))
+            }
+            Some(r) => Err(format!(
+                "the rebuild rate must be at least 1000 bytes/s, got {r}"
+            )),
+        }
+    }
+}
