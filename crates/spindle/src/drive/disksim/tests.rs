@@ -31,7 +31,7 @@ fn fs_read(p: &str) -> Result<String, String> {
 fn shared_present() -> bool {
     let ok = std::path::Path::new(SHARED).is_dir();
     if !ok {
-        eprintln!("skipping: {SHARED} is absent");
+        crate::testing::shared_missing(&format!("{SHARED} is absent"));
     }
     ok
 }
