@@ -92,7 +92,9 @@ pub fn opener(
         // The traced address space (in drive sectors) that must fit on the target: the whole
         // array when concatenated, one disk per device otherwise.
         let (needed, room) = if spec.concat {
-            let layout = extents.concat_layout();
+            let layout = trace::ConcatLayout::try_new(&extents, 0).map_err(|e| {
+                format!("{shown}: {e}: the traced devices cannot be concatenated (workload.trace.concat = true; keep fewer devices with workload.trace.devices)")
+            })?;
             let needed = layout.total_sectors().div_ceil(scale);
             records = Box::new(records.concat(layout));
             (needed, per_disk * u64::from(disks))

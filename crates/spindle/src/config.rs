@@ -27,6 +27,9 @@ use std::sync::Arc;
 /// these is a configuration error, not an allocation failure.
 pub const MAX_DISKS: u32 = 4_096;
 pub const MAX_QUEUE_DEPTH: u32 = 1_048_576;
+/// At most this many requests in a synthetic run (at ten million simulated requests a second,
+/// more than three years): beyond it the counts derived from it could overflow.
+pub const MAX_REQUESTS: u64 = 1_000_000_000_000_000;
 
 /// The built-in default experiment of `spindle run` with no file.
 pub const DEFAULT_EXPERIMENT: &str = include_str!("default_experiment.toml");
@@ -1258,13 +1261,19 @@ impl Experiment {
         if synthetic && r.requests == 0 {
             return Err(self.error("run.requests", "must be >= 1, got 0"));
         }
+        if synthetic && r.requests > MAX_REQUESTS {
+            return Err(self.error(
+                "run.requests",
+                format!("must be at most {MAX_REQUESTS} (10^15), got {}", r.requests),
+            ));
+        }
         let warmup = r
             .warmup_requests
             .unwrap_or(if synthetic { r.requests * 15 / 100 } else { 0 });
         let cooldown =
             r.cooldown_requests
                 .unwrap_or(if synthetic { r.requests * 15 / 100 } else { 0 });
-        if synthetic && warmup + cooldown >= r.requests {
+        if synthetic && warmup.checked_add(cooldown).is_none_or(|n| n >= r.requests) {
             return Err(self.error("run.warmup_requests", format!("warm-up ({warmup}) plus cool-down ({cooldown}) leave no measured requests of {}", r.requests)));
         }
         if w.groups.is_some() && w.kind != WorkloadKind::Groups {

@@ -1,0 +1,170 @@
+//! Issue 24's defects, end to end: user input that panicked, outputs that replaced devices,
+//! errors that blamed the wrong key, empty results that exited 0, `--jobs` without bounds,
+//! a time window that read the whole trace, `--print-config` and `--unset`. A panic exits
+//! with 101; every refusal here must exit 2 and name the file, line and key.
+
+mod common;
+use common::{spindle, stderr, stdout};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn refused(o: &Output) -> String {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+/// Two requests, DiskSim ASCII.
+const TRACE: &str = "0.0 0 0 8 1\n1.0 0 8 8 0\n";
+
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "stderr: {}", stderr(o));
+    stdout(o)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write fixture");
+    p.to_str().expect("UTF-8 path").to_string()
+}
+
+fn shared(rel: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared")
+        .join(rel);
+    if p.exists() {
+        Some(p)
+    } else {
+        spindle::testing::shared_missing(&format!("{} is absent", p.display()));
+        None
+    }
+}
+
+/// `spindle run` on the built-in default with a trace workload and these overrides.
+fn run_trace(trace: &str, sets: &[&str]) -> Output {
+    let mut args = vec![
+        "--quiet".to_string(),
+        "run".into(),
+        "--set".into(),
+        "workload.kind=trace".into(),
+        "--set".into(),
+        format!("workload.trace.path={trace}"),
+    ];
+    for s in sets {
+        args.push("--set".into());
+        args.push(s.to_string());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    spindle(&args)
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Panics on user input
+
+#[test]
+fn trace_stats_of_a_request_over_2_31_sectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = write(dir.path(), "big.trace", "0.0 0 0 4294967295 1\n");
+    let out = ok(&spindle(&["trace", "stats", "-f", "disksim", &t, "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["size"]["max_bytes"], 4_294_967_295u64 * 512);
+    let hist = v["size"]["histogram"].as_array().unwrap();
+    assert_eq!(hist.len(), 1);
+    assert_eq!(hist[0]["le_bytes"], 512u64 << 32, "{v}");
+}
+
+#[test]
+fn a_trace_whose_devices_overflow_concatenation_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = write(
+        dir.path(),
+        "huge.trace",
+        "0.0 0 18446744073709550000 8 1\n1.0 1 18446744073709550000 8 1\n",
+    );
+    let err = refused(&run_trace(&t, &[]));
+    assert!(
+        err.contains(&format!("{t}: concatenated devices exceed 2^64 sectors")),
+        "{err}"
+    );
+    assert!(err.contains("workload.trace.concat"), "{err}");
+    // The same check as `trace convert --concat`.
+    let out = dir.path().join("out.txt");
+    let err = refused(&spindle(&[
+        "trace",
+        "convert",
+        &t,
+        out.to_str().unwrap(),
+        "--to",
+        "mqsim",
+        "--concat",
+    ]));
+    assert!(
+        err.contains("concatenated devices exceed 2^64 sectors"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_request_count_that_overflows_the_warm_up_is_refused() {
+    let err = refused(&spindle(&[
+        "run",
+        "--set",
+        "run.requests=1229782938247303442",
+    ]));
+    assert!(
+        err.contains("run.requests (from --set): must be at most"),
+        "{err}"
+    );
+}
+
+/// The HP C2247A's DiskSim model with one line of its `.model` changed.
+fn hp_c2247a_with(dir: &Path, from: &str, to: &str) -> Option<String> {
+    let src = shared("validation/disksim/hp_c2247a")?;
+    for f in [
+        "hp_c2247a.parv",
+        "hp_c2247a.diskspecs",
+        "hp_c2247a_validate.model",
+    ] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    let model = dir.join("hp_c2247a_validate.model");
+    let text = std::fs::read_to_string(&model).unwrap();
+    assert!(text.contains(from), "{from}");
+    std::fs::write(&model, text.replacen(from, to, 1)).unwrap();
+    Some(dir.join("hp_c2247a.parv").to_str().unwrap().to_string())
+}
+
+#[test]
+fn a_parv_with_a_huge_cylinder_skew_is_an_import_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(parv) = hp_c2247a_with(
+        dir.path(),
+        "Skew for cylinder switch = 32,",
+        "Skew for cylinder switch = 1e15,",
+    ) else {
+        return;
+    };
+    let err = refused(&spindle(&["drives", "import", &parv]));
+    assert!(err.contains("hp_c2247a_validate.model"), "{err}");
+    assert!(
+        err.contains("Skew for cylinder switch: line 17: must be below 2^31"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_parv_with_a_huge_hpl_seek_value_is_an_import_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(parv) = hp_c2247a_with(dir.path(), "         3.810000,", "         1e300,") else {
+        return;
+    };
+    let err = refused(&spindle(&["drives", "import", &parv]));
+    assert!(err.contains("hp_c2247a_validate.model"), "{err}");
+    assert!(
+        err.contains(
+            "HPL seek equation values: line 161: the seek time at 11 cylinders passes 2^64 ps"
+        ),
+        "{err}"
+    );
+}
