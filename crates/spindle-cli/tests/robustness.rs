@@ -168,3 +168,101 @@ fn a_parv_with_a_huge_hpl_seek_value_is_an_import_error() {
         "{err}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// 6. Errors that blamed the wrong key or a file the user never saw
+
+#[test]
+fn trace_settings_errors_name_their_own_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = write(dir.path(), "in.txt", TRACE);
+    for (set, want) in [
+        (
+            "workload.trace.speedup=1e300",
+            "workload.trace.speedup (from --set): 1e300 is not a usable factor",
+        ),
+        (
+            "workload.trace.end_s=-1",
+            "workload.trace.end_s (from --set): must be a number of seconds >= 0, got -1",
+        ),
+        (
+            "workload.trace.format=nope",
+            "workload.trace.format (from --set): unknown trace format",
+        ),
+    ] {
+        let err = refused(&run_trace(&t, &[set]));
+        assert!(err.contains(want), "{set}: {err}");
+        assert!(!err.contains("workload.trace.path"), "{set}: {err}");
+    }
+    let err = refused(&run_trace(
+        &t,
+        &["workload.trace.start_s=2", "workload.trace.end_s=1"],
+    ));
+    assert!(
+        err.contains("workload.trace.end_s (from --set): must be after workload.trace.start_s (2 s), got 1 s"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_error_caused_by_overrides_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = write(
+        dir.path(),
+        "exp.toml",
+        "[drive]\nmodel = \"st39133lwv\"\n\n[array]\ndisks = 1\n\n[workload]\nkind = \"closed\"\n",
+    );
+    let err = refused(&spindle(&[
+        "run",
+        &exp,
+        "--set",
+        "array.layout=sr-array",
+        "--set",
+        "array.ds=3",
+        "--set",
+        "array.dr=2",
+    ]));
+    assert!(
+        err.contains(&format!("{exp}: line 5: array.disks: 1 disks, but Ds x Dr x Dm = 3 x 2 x 1 = 6 (with --set array.layout=sr-array --set array.ds=3 --set array.dr=2)")),
+        "{err}"
+    );
+}
+
+#[test]
+fn drive_file_errors_carry_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(repo.join("drives/atlas10k.toml")).unwrap();
+    let line = text.lines().position(|l| l.starts_with("rpm =")).unwrap() + 1;
+    for (to, want) in [
+        ("rpm = -5.0", format!("line {line}: rpm: must be within")),
+        ("rpm = \"fast\"", format!("line {line}: rpm: invalid type")),
+    ] {
+        let d = write(dir.path(), "d.toml", &text.replacen("rpm = 10025.0", to, 1));
+        let err = refused(&spindle(&["run", "--set", &format!("drive.model={d}")]));
+        assert!(err.contains(&format!("{d}: {want}")), "{to}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. A time window reads the trace only up to its end
+
+#[test]
+fn end_s_stops_reading_at_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for i in 0..100 {
+        text.push_str(&format!("{}.0 0 {} 8 1\n", i * 10, i * 8));
+    }
+    text.push_str("2000.0 0 0 8 zz\n"); // past the window: never read
+    let t = write(dir.path(), "long.txt", &text);
+    let out = ok(&run_trace(
+        &t,
+        &["workload.trace.format=disksim", "workload.trace.end_s=0.5"],
+    ));
+    assert!(out.contains("FCFS"), "{out}");
+    // Without the window, the bad line is read and named.
+    let err = refused(&run_trace(&t, &["workload.trace.format=disksim"]));
+    assert!(err.contains("line 101"), "{err}");
+}

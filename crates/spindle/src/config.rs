@@ -18,6 +18,7 @@ use crate::sched::Policy;
 use crate::sim::{self, Arrivals, ReplayRequests, SimError, Window, Workload};
 use crate::workload::process_groups::{Burst, GroupsParams, ProcessGroups};
 use crate::workload::synthetic::{Generator, Mix, Poisson};
+use crate::workload::trace::{SpeedUp, TraceFormat};
 use crate::{Nanos, Span};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -548,6 +549,69 @@ pub struct TraceSpec {
     pub max_outstanding: Option<u32>,
 }
 
+impl TraceSpec {
+    /// `speedup` as the replay's exact factor; `Err` names the key and the reason.
+    pub fn speedup_factor(&self) -> Result<SpeedUp, (&'static str, String)> {
+        let key = "workload.trace.speedup";
+        if !(self.speedup.is_finite() && self.speedup > 0.0) {
+            return Err((key, format!("must be > 0, got {}", self.speedup)));
+        }
+        format!("{}", self.speedup).parse().map_err(|_| {
+            (
+                key,
+                format!(
+                    "{:?} is not a usable factor (a decimal with at most 9 decimals below 2^64)",
+                    self.speedup
+                ),
+            )
+        })
+    }
+
+    /// The time window `[start, end)` in ns from the first arrival (`None`: no window);
+    /// `Err` names the key and the reason.
+    pub fn window_ns(&self) -> Result<Option<(u64, u64)>, (&'static str, String)> {
+        if self.start_s.is_none() && self.end_s.is_none() {
+            return Ok(None);
+        }
+        let ns = |key: &'static str, s: Option<f64>, default: u64| match s {
+            None => Ok(default),
+            // Past 2^64 ns (584 years) `as` saturates: no trace is that long.
+            Some(v) if v.is_finite() && v >= 0.0 => Ok((v * 1e9).round() as u64),
+            Some(v) => Err((key, format!("must be a number of seconds >= 0, got {v}"))),
+        };
+        let start = ns("workload.trace.start_s", self.start_s, 0)?;
+        let end = ns("workload.trace.end_s", self.end_s, u64::MAX)?;
+        if let (Some(a), Some(b)) = (self.start_s, self.end_s) {
+            if a >= b {
+                return Err((
+                    "workload.trace.end_s",
+                    format!("must be after workload.trace.start_s ({a} s), got {b} s"),
+                ));
+            }
+        }
+        Ok(Some((start, end)))
+    }
+
+    /// `format` parsed; `None`: detect it from the content.
+    pub fn trace_format(&self) -> Result<Option<TraceFormat>, (&'static str, String)> {
+        self.format
+            .as_deref()
+            .map(|f| {
+                f.parse()
+                    .map_err(|e| ("workload.trace.format", format!("{e}")))
+            })
+            .transpose()
+    }
+
+    /// Every check of the spec that needs no file: speed-up, window, format.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        self.speedup_factor()?;
+        self.window_ns()?;
+        self.trace_format()?;
+        Ok(())
+    }
+}
+
 /// `kind = "validate"`: a DiskSim validate trace (`R|W Hit|Miss|Doub|Trip lbn nsectors
 /// measured_us think_us`) replayed closed-loop with one request outstanding, each request
 /// issued its predecessor's think time after the predecessor completes.
@@ -737,10 +801,26 @@ impl Experiment {
                 msg: format!("{key} (from --set): {msg}"),
             };
         }
+        // A key the overrides removed has no line; overrides of the same table may be the
+        // cause of an error about a key they left alone.
+        let table = key.split(['.', '[']).next();
+        let related: Vec<String> = self
+            .sets
+            .iter()
+            .filter(|s| s.split(['.', '=']).next().map(str::trim) == table)
+            .map(|s| format!("--set {s}"))
+            .collect();
+        let note = if related.is_empty() {
+            String::new()
+        } else {
+            format!(" (with {})", related.join(" "))
+        };
         ConfigError {
             origin: self.origin.clone(),
-            line: key_line(&self.text, key),
-            msg: format!("{key}: {msg}"),
+            line: doc_has(&self.doc, key)
+                .then(|| key_line(&self.text, key))
+                .flatten(),
+            msg: format!("{key}: {msg}{note}"),
         }
     }
 
@@ -835,6 +915,30 @@ fn spec_from(
 
 pub(crate) fn line_of(text: &str, byte: usize) -> usize {
     text[..byte.min(text.len())].matches('\n').count() + 1
+}
+
+/// Whether the dotted key (`a.b`, `a[0].b`) is in `doc`.
+fn doc_has(doc: &toml::Table, key: &str) -> bool {
+    let mut item: Option<&toml::Value> = None;
+    for (i, part) in key.split('.').enumerate() {
+        let (name, index) = match part.split_once('[') {
+            Some((n, rest)) => (n, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        let next = if i == 0 {
+            doc.get(name)
+        } else {
+            item.and_then(|v| v.get(name))
+        };
+        item = match index {
+            Some(ix) => next.and_then(|v| v.get(ix)),
+            None => next,
+        };
+        if item.is_none() {
+            return false;
+        }
+    }
+    true
 }
 
 /// The line where a dotted key is defined, found with toml_edit's spans.
@@ -1358,12 +1462,7 @@ impl Experiment {
                         "a trace workload needs [workload.trace] with a path",
                     )
                 })?;
-                if !(t.speedup.is_finite() && t.speedup > 0.0) {
-                    return Err(self.error(
-                        "workload.trace.speedup",
-                        format!("must be > 0, got {}", t.speedup),
-                    ));
-                }
+                t.check().map_err(|(key, m)| self.error(key, m))?;
                 // A JBOD's devices may map to its disks; any other layout is one volume.
                 let (devices, device_sectors) = match jbod_disks {
                     Some(disks) => (disks, per_disk),
