@@ -170,6 +170,137 @@ fn a_parv_with_a_huge_hpl_seek_value_is_an_import_error() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 2. Outputs that are not regular files
+
+#[test]
+fn convert_never_replaces_a_device_a_fifo_or_a_link() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let t = write(dir.path(), "in.txt", TRACE);
+    // A device: written through (/dev/full refuses the bytes), never replaced.
+    let err = refused(&spindle(&[
+        "trace",
+        "convert",
+        &t,
+        "/dev/full",
+        "--to",
+        "mqsim",
+    ]));
+    assert!(err.contains("/dev/full"), "{err}");
+    let meta = std::fs::symlink_metadata("/dev/full").unwrap();
+    assert!(
+        meta.file_type().is_char_device(),
+        "/dev/full is still a device"
+    );
+    ok(&spindle(&[
+        "--quiet",
+        "trace",
+        "convert",
+        &t,
+        "/dev/null",
+        "--to",
+        "mqsim",
+    ]));
+    assert!(std::fs::symlink_metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    // A FIFO: its reader gets the trace.
+    let fifo = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    ok(&spindle(&[
+        "--quiet",
+        "trace",
+        "convert",
+        &t,
+        fifo.to_str().unwrap(),
+        "--to",
+        "disksim",
+    ]));
+    assert_eq!(reader.join().unwrap().lines().count(), 2);
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    // A link: the file it names is replaced, the link stays.
+    let target = write(dir.path(), "target.txt", "old\n");
+    let link = dir.path().join("link.txt");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    ok(&spindle(&[
+        "--quiet",
+        "trace",
+        "convert",
+        &t,
+        link.to_str().unwrap(),
+        "--to",
+        "disksim",
+    ]));
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_to_string(&target).unwrap().lines().count(), 2);
+    // `-`: standard output.
+    let out = ok(&spindle(&[
+        "--quiet", "trace", "convert", &t, "-", "--to", "disksim",
+    ]));
+    assert_eq!(out.lines().count(), 2, "{out}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Empty results
+
+#[test]
+fn empty_results_are_refused_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = write(dir.path(), "in.txt", TRACE);
+    let o = spindle(&["trace", "stats", "-f", "blkparse", &t]);
+    let err = refused(&o);
+    assert!(
+        err.contains(&format!("{t}: no requests read as blkparse")),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    let out = dir.path().join("out.txt");
+    let o = out.to_str().unwrap();
+    let err = refused(&spindle(&[
+        "trace",
+        "convert",
+        &t,
+        o,
+        "--to",
+        "mqsim",
+        "--devices",
+        "5",
+    ]));
+    assert!(
+        err.contains("no records to write on the devices kept by --devices"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing written");
+    std::fs::write(&out, "previous\n").unwrap();
+    refused(&spindle(&[
+        "trace",
+        "convert",
+        &t,
+        o,
+        "--to",
+        "mqsim",
+        "--devices",
+        "5",
+    ]));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous\n");
+}
+
+// ---------------------------------------------------------------------------------------------
 // 6. Errors that blamed the wrong key or a file the user never saw
 
 #[test]
