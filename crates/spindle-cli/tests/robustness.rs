@@ -397,3 +397,25 @@ fn end_s_stops_reading_at_the_window() {
     let err = refused(&run_trace(&t, &["workload.trace.format=disksim"]));
     assert!(err.contains("line 101"), "{err}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// 5. --jobs
+
+#[test]
+fn sweep_caps_jobs_at_the_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        dir.path(),
+        "sweep.toml",
+        "[drive]\nmodel = \"st39133lwv\"\n[workload]\nkind = \"closed\"\n[run]\nrequests = 200\n\
+         [[axis]]\nkey = \"workload.queue_depth\"\nvalues = [1, 2]\n",
+    );
+    let o = spindle(&["--quiet", "sweep", &f, "--jobs", "100000", "--csv"]);
+    let out = ok(&o);
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(
+        stderr(&o).contains("--jobs 100000: running 2 at once"),
+        "{}",
+        stderr(&o)
+    );
+}
