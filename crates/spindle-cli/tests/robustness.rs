@@ -419,3 +419,47 @@ fn sweep_caps_jobs_at_the_points() {
         stderr(&o)
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// 9. --print-config and --unset
+
+#[test]
+fn print_config_loads_back_and_unset_removes_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = ok(&spindle(&["run", "--print-config"]));
+    assert!(
+        text.contains("[array]") && text.contains("# dd = "),
+        "{text}"
+    );
+    let f = write(dir.path(), "all.toml", &text);
+    let out = ok(&spindle(&[
+        "--quiet",
+        "run",
+        &f,
+        "--set",
+        "run.requests=300",
+        "--csv",
+    ]));
+    assert_eq!(out.lines().count(), 2, "{out}");
+
+    let exp = write(
+        dir.path(),
+        "exp.toml",
+        "[drive]\nmodel = \"st39133lwv\"\n[array]\nscheduler = \"sstf\"\n[workload]\nkind = \"closed\"\n[run]\nrequests = 300\n",
+    );
+    let out = ok(&spindle(&["--quiet", "run", &exp]));
+    assert!(out.contains("sstf"), "{out}");
+    let out = ok(&spindle(&[
+        "--quiet",
+        "run",
+        &exp,
+        "--unset",
+        "array.scheduler",
+    ]));
+    assert!(out.contains("fcfs") && !out.contains("sstf"), "{out}");
+    let err = refused(&spindle(&["run", &exp, "--unset", "array.dd"]));
+    assert!(
+        err.contains("--unset array.dd: not set in the experiment"),
+        "{err}"
+    );
+}

@@ -722,6 +722,17 @@ impl Experiment {
     /// Parses `text` (from `origin`, a file name or "built-in default") and applies `sets`
     /// (`key=value`, value in TOML syntax; a bare word is taken as a string).
     pub fn parse(text: &str, origin: &str, sets: &[String]) -> Result<Experiment, ConfigError> {
+        Self::parse_with(text, origin, &[], sets)
+    }
+
+    /// [`Experiment::parse`] that first removes the dotted keys `unsets` (`--unset`; a table
+    /// goes with everything in it), then applies `sets`.
+    pub fn parse_with(
+        text: &str,
+        origin: &str,
+        unsets: &[String],
+        sets: &[String],
+    ) -> Result<Experiment, ConfigError> {
         let err = |line: Option<usize>, msg: String| ConfigError {
             origin: origin.to_string(),
             line,
@@ -737,6 +748,9 @@ impl Experiment {
                 "axis: [[axis]] tables make this a sweep file; run it with `spindle sweep FILE`"
                     .into(),
             ));
+        }
+        for key in unsets {
+            remove_path(&mut doc, key).map_err(|m| err(None, format!("--unset {key}: {m}")))?;
         }
         for set in sets {
             apply_set(&mut doc, set).map_err(|m| err(None, format!("--set {set}: {m}")))?;
@@ -972,6 +986,23 @@ fn apply_set(doc: &mut toml::Table, set: &str) -> Result<(), String> {
         .and_then(|mut t| t.remove("v"))
         .unwrap_or_else(|| toml::Value::String(raw.to_string()));
     set_path(doc, key, value)
+}
+
+/// Removes a dotted key (a value or a whole table) from `doc`.
+fn remove_path(doc: &mut toml::Table, key: &str) -> Result<(), String> {
+    let mut parts: Vec<&str> = key.trim().split('.').collect();
+    let last = parts.pop().filter(|l| !l.is_empty()).ok_or("empty key")?;
+    let mut table = doc;
+    for p in parts {
+        table = table
+            .get_mut(p)
+            .and_then(toml::Value::as_table_mut)
+            .ok_or_else(|| format!("`{p}` is not a table of the experiment"))?;
+    }
+    table
+        .remove(last)
+        .map(|_| ())
+        .ok_or_else(|| "not set in the experiment".to_string())
 }
 
 pub(crate) fn set_path(doc: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), String> {
@@ -2054,5 +2085,8 @@ struct Prepared {
 
 mod parity;
 mod parv_array;
+mod template;
 #[cfg(test)]
 mod tests;
+
+pub use template::template;
