@@ -359,6 +359,29 @@ fn an_error_caused_by_overrides_names_them() {
     );
 }
 
+/// On the built-in default, an `array.*` override replaces its `[array]` table: an error
+/// about the array names the overrides, not a line of a file the user never saw.
+#[test]
+fn an_array_error_on_the_built_in_default_names_the_overrides_not_a_line() {
+    let err = refused(&spindle(&[
+        "run",
+        "--set",
+        "array.layout=striping",
+        "--set",
+        "array.disks=2",
+        "--set",
+        "array.stripe_unit_bytes=100",
+    ]));
+    assert!(
+        err.starts_with("spindle: built-in default experiment: array: stripe unit of 100 bytes"),
+        "{err}"
+    );
+    assert!(
+        err.contains("(with --set array.layout=striping --set array.disks=2 --set array.stripe_unit_bytes=100)"),
+        "{err}"
+    );
+}
+
 #[test]
 fn drive_file_errors_carry_the_line() {
     let dir = tempfile::tempdir().unwrap();

@@ -18,7 +18,6 @@ use crate::sched::Policy;
 use crate::sim::{self, Arrivals, ReplayRequests, SimError, Window, Workload};
 use crate::workload::process_groups::{Burst, GroupsParams, ProcessGroups};
 use crate::workload::synthetic::{Generator, Mix, Poisson};
-use crate::workload::trace::{SpeedUp, TraceFormat};
 use crate::{Nanos, Span};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -549,69 +548,6 @@ pub struct TraceSpec {
     pub max_outstanding: Option<u32>,
 }
 
-impl TraceSpec {
-    /// `speedup` as the replay's exact factor; `Err` names the key and the reason.
-    pub fn speedup_factor(&self) -> Result<SpeedUp, (&'static str, String)> {
-        let key = "workload.trace.speedup";
-        if !(self.speedup.is_finite() && self.speedup > 0.0) {
-            return Err((key, format!("must be > 0, got {}", self.speedup)));
-        }
-        format!("{}", self.speedup).parse().map_err(|_| {
-            (
-                key,
-                format!(
-                    "{:?} is not a usable factor (a decimal with at most 9 decimals below 2^64)",
-                    self.speedup
-                ),
-            )
-        })
-    }
-
-    /// The time window `[start, end)` in ns from the first arrival (`None`: no window);
-    /// `Err` names the key and the reason.
-    pub fn window_ns(&self) -> Result<Option<(u64, u64)>, (&'static str, String)> {
-        if self.start_s.is_none() && self.end_s.is_none() {
-            return Ok(None);
-        }
-        let ns = |key: &'static str, s: Option<f64>, default: u64| match s {
-            None => Ok(default),
-            // Past 2^64 ns (584 years) `as` saturates: no trace is that long.
-            Some(v) if v.is_finite() && v >= 0.0 => Ok((v * 1e9).round() as u64),
-            Some(v) => Err((key, format!("must be a number of seconds >= 0, got {v}"))),
-        };
-        let start = ns("workload.trace.start_s", self.start_s, 0)?;
-        let end = ns("workload.trace.end_s", self.end_s, u64::MAX)?;
-        if let (Some(a), Some(b)) = (self.start_s, self.end_s) {
-            if a >= b {
-                return Err((
-                    "workload.trace.end_s",
-                    format!("must be after workload.trace.start_s ({a} s), got {b} s"),
-                ));
-            }
-        }
-        Ok(Some((start, end)))
-    }
-
-    /// `format` parsed; `None`: detect it from the content.
-    pub fn trace_format(&self) -> Result<Option<TraceFormat>, (&'static str, String)> {
-        self.format
-            .as_deref()
-            .map(|f| {
-                f.parse()
-                    .map_err(|e| ("workload.trace.format", format!("{e}")))
-            })
-            .transpose()
-    }
-
-    /// Every check of the spec that needs no file: speed-up, window, format.
-    pub fn check(&self) -> Result<(), (&'static str, String)> {
-        self.speedup_factor()?;
-        self.window_ns()?;
-        self.trace_format()?;
-        Ok(())
-    }
-}
-
 /// `kind = "validate"`: a DiskSim validate trace (`R|W Hit|Miss|Doub|Trip lbn nsectors
 /// measured_us think_us`) replayed closed-loop with one request outstanding, each request
 /// issued its predecessor's think time after the predecessor completes.
@@ -715,6 +651,8 @@ pub struct Experiment {
     doc: toml::Table,
     text: String,
     sets: Vec<String>,
+    /// Keys removed by `--unset` (or by `spindle run` for `--set array.…` on the default).
+    unsets: Vec<String>,
     settings: Vec<Setting>,
 }
 
@@ -762,6 +700,7 @@ impl Experiment {
             doc,
             text: text.to_string(),
             sets: sets.to_vec(),
+            unsets: unsets.to_vec(),
             settings: Vec::new(),
         })
     }
@@ -790,6 +729,7 @@ impl Experiment {
             doc,
             text: self.text.clone(),
             sets: self.sets.clone(),
+            unsets: self.unsets.clone(),
             settings: all,
         })
     }
@@ -831,11 +771,22 @@ impl Experiment {
         };
         ConfigError {
             origin: self.origin.clone(),
-            line: doc_has(&self.doc, key)
+            line: (doc_has(&self.doc, key) && !self.removed(key))
                 .then(|| key_line(&self.text, key))
                 .flatten(),
             msg: format!("{key}: {msg}{note}"),
         }
+    }
+
+    /// Whether `key`, or a table holding it, was removed from the text: its line there is
+    /// not where its value came from.
+    fn removed(&self, key: &str) -> bool {
+        self.unsets.iter().any(|u| {
+            key == u
+                || key
+                    .strip_prefix(u.as_str())
+                    .is_some_and(|rest| rest.starts_with(['.', '[']))
+        })
     }
 
     /// The base experiment followed by one experiment per `[[compare]]` entry.
@@ -868,6 +819,7 @@ impl Experiment {
                     doc,
                     text: self.text.clone(),
                     sets: self.sets.clone(),
+                    unsets: self.unsets.clone(),
                     settings: self.settings.clone(),
                 },
             ));
@@ -2088,5 +2040,6 @@ mod parv_array;
 mod template;
 #[cfg(test)]
 mod tests;
+mod trace_spec;
 
 pub use template::template;
