@@ -34,11 +34,11 @@ writes = "delayed"         # replicas: delayed | foreground
 nvram_entries = {nvram}
 # data_set_bytes = 0       # absent: one disk's capacity (JBOD: the whole array)
 # scheduler = "fcfs"       # absent: fcfs; ew-array/ddm: satf-ew
-# age_bound_ms = 1000.0    # absent: no bound on a request's age
+# age_bound_ms = 200.0     # a request waiting this long is served first; absent: never
 random_phase = true        # the disks' spindles are not synchronised
 # parv = "array.parv"      # a DiskSim .parv array: sets the layout keys (docs/arrays.md)
 # Eager writing (ew-array, ddm; docs/ew.md)
-# dd = 1.25                # absent: required for ew-array
+# dd = 1.25                # absent: follows from disks (give dd or disks)
 # sync_copies = 1          # absent: 1 (ddm: 2)
 map_nvram_bytes = {map_nvram}
 map_portions = {portions}
