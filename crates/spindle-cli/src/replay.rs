@@ -8,7 +8,7 @@ use spindle::config::{TraceFit, TraceSpec};
 use spindle::engine::HostRequest;
 use spindle::sim::Arrivals;
 use spindle::workload::trace::{
-    self, DeviceSet, SpeedUp, TraceError, TraceFormat, TraceIterExt, TraceRecord,
+    self, DeviceSet, TraceError, TraceFormat, TraceIterExt, TraceRecord,
 };
 use spindle::{Nanos, Op};
 use std::io::BufRead;
@@ -37,15 +37,10 @@ fn pass(path: &Path, format: TraceFormat, spec: &TraceSpec) -> Result<Records, S
     if let Some(devices) = &spec.devices {
         records = Box::new(records.devices(DeviceSet::new(devices.iter().copied())));
     }
-    if spec.start_s.is_some() || spec.end_s.is_some() {
-        let secs = |s: Option<f64>, default: u64| -> Result<u64, String> {
-            match s {
-                None => Ok(default),
-                Some(v) if v.is_finite() && v >= 0.0 => Ok((v * 1e9).round() as u64),
-                Some(v) => Err(format!("the time window must be >= 0 s, got {v}")),
-            }
-        };
-        records = Box::new(records.window(secs(spec.start_s, 0)?, secs(spec.end_s, u64::MAX)?));
+    // Checked by the core before the trace is opened (errors there name the key).
+    if let Some((start, end)) = spec.window_ns().map_err(|(key, m)| format!("{key}: {m}"))? {
+        // A replay needs a trace sorted by time, so reading can stop at the window's end.
+        records = Box::new(records.window_sorted(start, end));
     }
     Ok(records)
 }
@@ -58,22 +53,16 @@ pub fn opener(
         let path = resolve(base, &spec.path);
         let shown = path.display().to_string();
         let at = |e: TraceError| format!("{shown}: {e}");
-        let format = match &spec.format {
-            Some(name) => name
-                .parse::<TraceFormat>()
-                .map_err(|e| format!("workload.trace.format: {e}"))?,
+        let keyed = |(key, m): (&str, String)| format!("{key}: {m}");
+        let format = match spec.trace_format().map_err(keyed)? {
+            Some(f) => f,
             None => {
                 trace::detect_and_open(open_input(&path)?)
                     .map_err(|e| format!("{shown}: {e}"))?
                     .0
             }
         };
-        let speedup: SpeedUp = format!("{}", spec.speedup).parse().map_err(|_| {
-            format!(
-                "workload.trace.speedup: {} is not a usable factor (at most 9 decimals)",
-                spec.speedup
-            )
-        })?;
+        let speedup = spec.speedup_factor().map_err(keyed)?;
         // Pass 1: count requests and find each device's extent.
         let mut extents = trace::DeviceExtents::new();
         let mut count = 0u64;
@@ -92,7 +81,9 @@ pub fn opener(
         // The traced address space (in drive sectors) that must fit on the target: the whole
         // array when concatenated, one disk per device otherwise.
         let (needed, room) = if spec.concat {
-            let layout = extents.concat_layout();
+            let layout = trace::ConcatLayout::try_new(&extents, 0).map_err(|e| {
+                format!("{shown}: {e}: the traced devices cannot be concatenated (workload.trace.concat = true; keep fewer devices with workload.trace.devices)")
+            })?;
             let needed = layout.total_sectors().div_ceil(scale);
             records = Box::new(records.concat(layout));
             (needed, per_disk * u64::from(disks))

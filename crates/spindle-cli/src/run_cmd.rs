@@ -11,9 +11,18 @@ use std::path::{Path, PathBuf};
 pub struct RunArgs {
     /// Experiment file (TOML); absent: the built-in default experiment.
     file: Option<PathBuf>,
-    /// Override a key of the experiment, e.g. `--set workload.queue_depth=8`.
+    /// Override a key of the experiment, e.g. `--set workload.queue_depth=8`. Without FILE,
+    /// an `array.*` key makes the run one configuration: the built-in default's drive,
+    /// workload and run with the array the overrides describe (no comparison rows).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
+    /// Remove a key (or a whole table) of the experiment before the overrides, e.g.
+    /// `--unset array.dd`; its default applies.
+    #[arg(long = "unset", value_name = "KEY")]
+    unsets: Vec<String>,
+    /// Print an experiment file naming every key with its default, and exit.
+    #[arg(long, conflicts_with_all = ["file", "sets", "unsets", "json", "csv", "series"])]
+    print_config: bool,
     /// Print the report as one JSON object (fields in docs/report.md).
     #[arg(long, conflicts_with = "csv")]
     json: bool,
@@ -46,7 +55,30 @@ pub fn reader_relative_to(base: Option<&Path>) -> impl Fn(&str) -> Result<Vec<u8
     }
 }
 
+/// The built-in default compares schedulers and arrays; `--set array.…` on it asks for one
+/// array: its `[array]` table and `[[compare]]` rows give way to the overrides.
+fn builtin_unsets(args: &RunArgs) -> Vec<String> {
+    let array_set = args
+        .sets
+        .iter()
+        .any(|s| s.trim_start().starts_with("array."));
+    if args.file.is_none() && array_set {
+        ["name", "array", "compare"].map(String::from).to_vec()
+    } else {
+        Vec::new()
+    }
+}
+
+/// The label of the one row `--set array.…` on the built-in default runs.
+pub const SET_ARRAY_LABEL: &str = "array from --set";
+
 pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<()> {
+    if args.print_config {
+        std::io::stdout()
+            .lock()
+            .write_all(spindle::config::template().as_bytes())?;
+        return Ok(());
+    }
     let (text, origin, base) = match &args.file {
         Some(path) => {
             let text =
@@ -68,7 +100,13 @@ pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<()> {
         crate::output::check_writable(path)?;
         sets.push(format!("run.series_ms={}", args.series_ms));
     }
-    let exp = Experiment::parse(&text, &origin, &sets)?;
+    let builtin = builtin_unsets(&args);
+    let mut unsets = builtin.clone();
+    unsets.extend(args.unsets.iter().filter(|u| !builtin.contains(u)).cloned());
+    let mut exp = Experiment::parse_with(&text, &origin, &unsets, &sets)?;
+    if !builtin.is_empty() && exp.spec.name.is_none() {
+        exp.spec.name = Some(SET_ARRAY_LABEL.to_string());
+    }
     let read_file = reader_relative_to(base.as_deref());
     let open_trace = replay::opener(base.as_deref());
     let open_validate = crate::validate_cmd::opener(base.as_deref());

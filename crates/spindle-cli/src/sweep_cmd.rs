@@ -27,7 +27,7 @@ pub struct SweepArgs {
     /// CSV: a header and one line per point.
     #[arg(long)]
     csv: bool,
-    /// Points simulated at once (default: one per core).
+    /// Points simulated at once (default: one per core; at most 4 per core and one per point).
     #[arg(long, short = 'j', value_name = "N")]
     jobs: Option<NonZeroUsize>,
 }
@@ -40,11 +40,11 @@ pub fn run(args: SweepArgs, quiet: bool) -> anyhow::Result<()> {
     let read_file = reader_relative_to(base.as_deref());
     let open_trace = replay::opener(base.as_deref());
     let open_validate = crate::validate_cmd::opener(base.as_deref());
+    let n = sweep.len();
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.jobs.map_or(0, NonZeroUsize::get))
+        .num_threads(jobs(args.jobs, n))
         .build()
         .context("starting the worker threads")?;
-    let n = sweep.len();
 
     // Every point is checked before any runs: a bad value in the last point fails at once.
     let checked: Vec<Result<(), ConfigError>> = pool.install(|| {
@@ -99,6 +99,24 @@ pub fn run(args: SweepArgs, quiet: bool) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Worker threads for `points` points: `--jobs` or one per core, at most 4 per core (more
+/// only adds threads waiting for a core) and no more than the points; a capped `--jobs`
+/// says so on stderr.
+fn jobs(asked: Option<NonZeroUsize>, points: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    let max = cores.saturating_mul(4);
+    let jobs = asked
+        .map_or(cores, NonZeroUsize::get)
+        .min(max)
+        .min(points.max(1));
+    if let Some(asked) = asked.filter(|a| a.get() > jobs) {
+        eprintln!(
+            "spindle: --jobs {asked}: running {jobs} at once (at most 4 per core on {cores} cores, and one per point of {points})"
+        );
+    }
+    jobs
 }
 
 /// Runs every point of `sweep` on `pool`'s workers and returns the reports in point order;

@@ -2,12 +2,15 @@
 //!
 //! This module opens files (the core does not), shows progress on stderr, and prints. Errors
 //! carry the path: `trace.txt: line 1042: field 5 (flags): expected a hex number, got "zz"`.
-//! `convert` writes to a temporary file in the output's directory and renames it into place, so
-//! a failure leaves no partial output.
+//! `convert` writes its output through [`crate::output::Output`]: `-` is standard output, a
+//! file is replaced whole or not at all (a failure leaves no partial output), a device or FIFO
+//! is written through, never replaced; an empty result is an error and writes nothing.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+
+use crate::output::Output;
 
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Subcommand};
@@ -46,7 +49,8 @@ pub struct StatsArgs {
 pub struct ConvertArgs {
     /// The input trace (plain, .gz or .bz2).
     pub input: PathBuf,
-    /// The output file (replaced atomically on success).
+    /// The output file (replaced atomically on success; a device or FIFO is written through;
+    /// `-`: standard output).
     pub output: PathBuf,
     /// The input format (default: detected from the first lines).
     #[arg(long, value_name = "FORMAT")]
@@ -155,6 +159,18 @@ fn stats(args: &StatsArgs, quiet: bool) -> Result<()> {
     }
     pb.finish_and_clear();
     let stats = builder.finish();
+    if stats.requests == 0 {
+        let hint = if args.format.is_some() {
+            " (is it in another format? without --format it is detected)"
+        } else {
+            ""
+        };
+        return Err(anyhow!(
+            "{}: no requests read as {}{hint}",
+            args.file.display(),
+            opened.format
+        ));
+    }
     let compression = match opened.compression {
         Compression::None => "none",
         Compression::Gzip => "gzip",
@@ -403,69 +419,6 @@ fn device_table(s: &TraceStats) -> String {
 // ---------------------------------------------------------------------------------------------
 // convert
 
-/// A file written beside its destination and renamed over it on [`AtomicOutput::commit`];
-/// removed if dropped before that.
-struct AtomicOutput {
-    tmp: PathBuf,
-    dest: PathBuf,
-    committed: bool,
-}
-
-impl AtomicOutput {
-    fn create(dest: &Path) -> Result<(AtomicOutput, File)> {
-        let name = dest
-            .file_name()
-            .ok_or_else(|| anyhow!("{}: not a file name", dest.display()))?
-            .to_string_lossy()
-            .into_owned();
-        let dir = match dest.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        for attempt in 0..1000u32 {
-            let tmp = dir.join(format!(
-                ".{name}.spindle-tmp-{}-{attempt}",
-                std::process::id()
-            ));
-            match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-                Ok(file) => {
-                    return Ok((
-                        AtomicOutput {
-                            tmp,
-                            dest: dest.to_path_buf(),
-                            committed: false,
-                        },
-                        file,
-                    ))
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e).with_context(|| dest.display().to_string()),
-            }
-        }
-        Err(anyhow!(
-            "{}: cannot create a temporary file beside it",
-            dest.display()
-        ))
-    }
-
-    fn commit(mut self, file: File) -> Result<()> {
-        file.sync_all()
-            .with_context(|| self.dest.display().to_string())?;
-        drop(file);
-        fs::rename(&self.tmp, &self.dest).with_context(|| self.dest.display().to_string())?;
-        self.committed = true;
-        Ok(())
-    }
-}
-
-impl Drop for AtomicOutput {
-    fn drop(&mut self) {
-        if !self.committed {
-            let _ = fs::remove_file(&self.tmp);
-        }
-    }
-}
-
 fn convert(args: &ConvertArgs, quiet: bool) -> Result<()> {
     if !args.to.is_writable() {
         return Err(trace::writer::UnwritableFormat { format: args.to }.into());
@@ -540,9 +493,31 @@ fn convert(args: &ConvertArgs, quiet: bool) -> Result<()> {
         records = Box::new(records.speed_up(factor));
     }
 
+    // The output is opened at the first record: an empty result writes nothing.
+    let mut records = records.peekable();
+    match records.peek() {
+        Some(Err(_)) => {
+            if let Some(Err(e)) = records.next() {
+                return Err(at(input)(e));
+            }
+        }
+        Some(Ok(_)) => {}
+        None => {
+            return Err(anyhow!(
+                "{}: no records to write{} (nothing written to {})",
+                input.display(),
+                if args.devices.is_some() {
+                    " on the devices kept by --devices"
+                } else {
+                    ""
+                },
+                args.output.display()
+            ))
+        }
+    }
     const WRITE_BUF_BYTES: usize = 256 * 1024;
-    let (output, file) = AtomicOutput::create(&args.output)?;
-    let mut writer = TraceWriter::new(args.to, BufWriter::with_capacity(WRITE_BUF_BYTES, file))?;
+    let (output, sink) = Output::create(&args.output)?;
+    let mut writer = TraceWriter::new(args.to, BufWriter::with_capacity(WRITE_BUF_BYTES, sink))?;
     let out_name = || args.output.display().to_string();
     for r in records {
         writer
@@ -550,13 +525,13 @@ fn convert(args: &ConvertArgs, quiet: bool) -> Result<()> {
             .with_context(out_name)?;
     }
     let written = writer.records();
-    let file = writer
+    let sink = writer
         .finish()
         .with_context(out_name)?
         .into_inner()
         .map_err(|e| e.into_error())
         .with_context(out_name)?;
-    output.commit(file)?;
+    output.commit(sink)?;
     pb.finish_and_clear();
     if !quiet {
         eprintln!(

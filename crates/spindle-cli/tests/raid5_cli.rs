@@ -157,7 +157,7 @@ fn series_writes_the_write_cache_occupancy_over_time() {
         dir.path().to_str().unwrap(),
     ]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
     assert!(
         o.stdout.is_empty(),
         "no report before the output is known to be writable"

@@ -373,7 +373,7 @@ fn shared(rel: &str) -> Option<std::path::PathBuf> {
     if p.exists() {
         Some(p)
     } else {
-        eprintln!("skipping: {} is absent", p.display());
+        spindle::testing::shared_missing(&format!("{} is absent", p.display()));
         None
     }
 }

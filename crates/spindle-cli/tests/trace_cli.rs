@@ -16,10 +16,10 @@ fn shared(rel: &str) -> Option<String> {
     if p.exists() {
         Some(p.to_string_lossy().into_owned())
     } else {
-        eprintln!(
-            "skipping: {} is absent (shared traces not available)",
+        spindle::testing::shared_missing(&format!(
+            "{} is absent (shared traces not available)",
             p.display()
-        );
+        ));
         None
     }
 }

@@ -27,6 +27,9 @@ use std::sync::Arc;
 /// these is a configuration error, not an allocation failure.
 pub const MAX_DISKS: u32 = 4_096;
 pub const MAX_QUEUE_DEPTH: u32 = 1_048_576;
+/// At most this many requests in a synthetic run (at ten million simulated requests a second,
+/// more than three years): beyond it the counts derived from it could overflow.
+pub const MAX_REQUESTS: u64 = 1_000_000_000_000_000;
 
 /// The built-in default experiment of `spindle run` with no file.
 pub const DEFAULT_EXPERIMENT: &str = include_str!("default_experiment.toml");
@@ -648,6 +651,8 @@ pub struct Experiment {
     doc: toml::Table,
     text: String,
     sets: Vec<String>,
+    /// Keys removed by `--unset` (or by `spindle run` for `--set array.…` on the default).
+    unsets: Vec<String>,
     settings: Vec<Setting>,
 }
 
@@ -655,6 +660,17 @@ impl Experiment {
     /// Parses `text` (from `origin`, a file name or "built-in default") and applies `sets`
     /// (`key=value`, value in TOML syntax; a bare word is taken as a string).
     pub fn parse(text: &str, origin: &str, sets: &[String]) -> Result<Experiment, ConfigError> {
+        Self::parse_with(text, origin, &[], sets)
+    }
+
+    /// [`Experiment::parse`] that first removes the dotted keys `unsets` (`--unset`; a table
+    /// goes with everything in it), then applies `sets`.
+    pub fn parse_with(
+        text: &str,
+        origin: &str,
+        unsets: &[String],
+        sets: &[String],
+    ) -> Result<Experiment, ConfigError> {
         let err = |line: Option<usize>, msg: String| ConfigError {
             origin: origin.to_string(),
             line,
@@ -671,6 +687,9 @@ impl Experiment {
                     .into(),
             ));
         }
+        for key in unsets {
+            remove_path(&mut doc, key).map_err(|m| err(None, format!("--unset {key}: {m}")))?;
+        }
         for set in sets {
             apply_set(&mut doc, set).map_err(|m| err(None, format!("--set {set}: {m}")))?;
         }
@@ -681,6 +700,7 @@ impl Experiment {
             doc,
             text: text.to_string(),
             sets: sets.to_vec(),
+            unsets: unsets.to_vec(),
             settings: Vec::new(),
         })
     }
@@ -709,6 +729,7 @@ impl Experiment {
             doc,
             text: self.text.clone(),
             sets: self.sets.clone(),
+            unsets: self.unsets.clone(),
             settings: all,
         })
     }
@@ -734,11 +755,38 @@ impl Experiment {
                 msg: format!("{key} (from --set): {msg}"),
             };
         }
+        // A key the overrides removed has no line; overrides of the same table may be the
+        // cause of an error about a key they left alone.
+        let table = key.split(['.', '[']).next();
+        let related: Vec<String> = self
+            .sets
+            .iter()
+            .filter(|s| s.split(['.', '=']).next().map(str::trim) == table)
+            .map(|s| format!("--set {s}"))
+            .collect();
+        let note = if related.is_empty() {
+            String::new()
+        } else {
+            format!(" (with {})", related.join(" "))
+        };
         ConfigError {
             origin: self.origin.clone(),
-            line: key_line(&self.text, key),
-            msg: format!("{key}: {msg}"),
+            line: (doc_has(&self.doc, key) && !self.removed(key))
+                .then(|| key_line(&self.text, key))
+                .flatten(),
+            msg: format!("{key}: {msg}{note}"),
         }
+    }
+
+    /// Whether `key`, or a table holding it, was removed from the text: its line there is
+    /// not where its value came from.
+    fn removed(&self, key: &str) -> bool {
+        self.unsets.iter().any(|u| {
+            key == u
+                || key
+                    .strip_prefix(u.as_str())
+                    .is_some_and(|rest| rest.starts_with(['.', '[']))
+        })
     }
 
     /// The base experiment followed by one experiment per `[[compare]]` entry.
@@ -771,6 +819,7 @@ impl Experiment {
                     doc,
                     text: self.text.clone(),
                     sets: self.sets.clone(),
+                    unsets: self.unsets.clone(),
                     settings: self.settings.clone(),
                 },
             ));
@@ -834,6 +883,30 @@ pub(crate) fn line_of(text: &str, byte: usize) -> usize {
     text[..byte.min(text.len())].matches('\n').count() + 1
 }
 
+/// Whether the dotted key (`a.b`, `a[0].b`) is in `doc`.
+fn doc_has(doc: &toml::Table, key: &str) -> bool {
+    let mut item: Option<&toml::Value> = None;
+    for (i, part) in key.split('.').enumerate() {
+        let (name, index) = match part.split_once('[') {
+            Some((n, rest)) => (n, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        let next = if i == 0 {
+            doc.get(name)
+        } else {
+            item.and_then(|v| v.get(name))
+        };
+        item = match index {
+            Some(ix) => next.and_then(|v| v.get(ix)),
+            None => next,
+        };
+        if item.is_none() {
+            return false;
+        }
+    }
+    true
+}
+
 /// The line where a dotted key is defined, found with toml_edit's spans.
 pub(crate) fn key_line(text: &str, key: &str) -> Option<usize> {
     let doc = toml_edit::ImDocument::parse(text.to_string()).ok()?;
@@ -865,6 +938,23 @@ fn apply_set(doc: &mut toml::Table, set: &str) -> Result<(), String> {
         .and_then(|mut t| t.remove("v"))
         .unwrap_or_else(|| toml::Value::String(raw.to_string()));
     set_path(doc, key, value)
+}
+
+/// Removes a dotted key (a value or a whole table) from `doc`.
+fn remove_path(doc: &mut toml::Table, key: &str) -> Result<(), String> {
+    let mut parts: Vec<&str> = key.trim().split('.').collect();
+    let last = parts.pop().filter(|l| !l.is_empty()).ok_or("empty key")?;
+    let mut table = doc;
+    for p in parts {
+        table = table
+            .get_mut(p)
+            .and_then(toml::Value::as_table_mut)
+            .ok_or_else(|| format!("`{p}` is not a table of the experiment"))?;
+    }
+    table
+        .remove(last)
+        .map(|_| ())
+        .ok_or_else(|| "not set in the experiment".to_string())
 }
 
 pub(crate) fn set_path(doc: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), String> {
@@ -1258,13 +1348,19 @@ impl Experiment {
         if synthetic && r.requests == 0 {
             return Err(self.error("run.requests", "must be >= 1, got 0"));
         }
+        if synthetic && r.requests > MAX_REQUESTS {
+            return Err(self.error(
+                "run.requests",
+                format!("must be at most {MAX_REQUESTS} (10^15), got {}", r.requests),
+            ));
+        }
         let warmup = r
             .warmup_requests
             .unwrap_or(if synthetic { r.requests * 15 / 100 } else { 0 });
         let cooldown =
             r.cooldown_requests
                 .unwrap_or(if synthetic { r.requests * 15 / 100 } else { 0 });
-        if synthetic && warmup + cooldown >= r.requests {
+        if synthetic && warmup.checked_add(cooldown).is_none_or(|n| n >= r.requests) {
             return Err(self.error("run.warmup_requests", format!("warm-up ({warmup}) plus cool-down ({cooldown}) leave no measured requests of {}", r.requests)));
         }
         if w.groups.is_some() && w.kind != WorkloadKind::Groups {
@@ -1349,12 +1445,7 @@ impl Experiment {
                         "a trace workload needs [workload.trace] with a path",
                     )
                 })?;
-                if !(t.speedup.is_finite() && t.speedup > 0.0) {
-                    return Err(self.error(
-                        "workload.trace.speedup",
-                        format!("must be > 0, got {}", t.speedup),
-                    ));
-                }
+                t.check().map_err(|(key, m)| self.error(key, m))?;
                 // A JBOD's devices may map to its disks; any other layout is one volume.
                 let (devices, device_sectors) = match jbod_disks {
                     Some(disks) => (disks, per_disk),
@@ -1965,5 +2056,9 @@ struct Prepared {
 
 mod parity;
 mod parv_array;
+mod template;
 #[cfg(test)]
 mod tests;
+mod trace_spec;
+
+pub use template::template;

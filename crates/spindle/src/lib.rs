@@ -17,6 +17,7 @@ pub mod raid5;
 pub mod sched;
 pub mod sim;
 pub mod sweep;
+pub mod testing;
 pub mod time;
 pub mod validate;
 pub mod workload;

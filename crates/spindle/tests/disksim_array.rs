@@ -15,10 +15,10 @@ fn cheetah_dir() -> Option<PathBuf> {
     if dir.join("cheetah9LP.diskspecs").exists() {
         Some(dir)
     } else {
-        eprintln!(
-            "skipped: the validation data is not at {} (see DESIGN.md: real data lives in ../shared)",
+        spindle::testing::shared_missing(&format!(
+            "the validation data is not at {} (see DESIGN.md: real data lives in ../shared)",
             dir.display()
-        );
+        ));
         None
     }
 }

@@ -22,10 +22,10 @@ fn data_dir() -> Option<PathBuf> {
     if dir.join("README.md").exists() {
         Some(dir)
     } else {
-        eprintln!(
-            "skipped: the validation data is not at {} (see DESIGN.md: real data lives in ../shared)",
+        spindle::testing::shared_missing(&format!(
+            "the validation data is not at {} (see DESIGN.md: real data lives in ../shared)",
             dir.display()
-        );
+        ));
         None
     }
 }

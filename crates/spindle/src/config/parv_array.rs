@@ -186,6 +186,7 @@ impl Experiment {
             doc,
             text: self.text.clone(),
             sets: self.sets.clone(),
+            unsets: self.unsets.clone(),
             settings,
         }))
     }

@@ -29,6 +29,13 @@ pub use spec::{DriveSpec, NoiseSpec, SeekSpec, SkewUnit, ZoneSpec};
 pub enum DriveError {
     #[error("{key}: {msg}")]
     Invalid { key: String, msg: String },
+    /// [`DriveError::Invalid`] found at a line of the drive file.
+    #[error("line {line}: {key}: {msg}")]
+    AtLine {
+        line: usize,
+        key: String,
+        msg: String,
+    },
     #[error("{0}")]
     Parse(String),
     #[error("unknown drive {name:?}; built-in drives: {known}")]
@@ -36,9 +43,31 @@ pub enum DriveError {
 }
 
 /// Parses and validates a drive file's text.
+///
+/// Errors carry the line of the offending key when the file has it.
 pub fn parse_drive(text: &str) -> Result<Drive, DriveError> {
-    let spec: DriveSpec = toml::from_str(text).map_err(|e| DriveError::Parse(e.to_string()))?;
-    Drive::from_spec(&spec)
+    let spec: DriveSpec =
+        serde_path_to_error::deserialize(toml::Deserializer::new(text)).map_err(|e| {
+            let key = e.path().to_string();
+            let line = e
+                .inner()
+                .span()
+                .map(|s| crate::config::line_of(text, s.start));
+            let msg = e.inner().message().to_string();
+            match line {
+                Some(line) if key != "." => DriveError::AtLine { line, key, msg },
+                Some(line) => DriveError::Parse(format!("line {line}: {msg}")),
+                None if key != "." => DriveError::Invalid { key, msg },
+                None => DriveError::Parse(msg),
+            }
+        })?;
+    Drive::from_spec(&spec).map_err(|e| match e {
+        DriveError::Invalid { key, msg } => match crate::config::key_line(text, &key) {
+            Some(line) => DriveError::AtLine { line, key, msg },
+            None => DriveError::Invalid { key, msg },
+        },
+        other => other,
+    })
 }
 
 /// A built-in drive by id.

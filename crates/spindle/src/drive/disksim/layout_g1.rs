@@ -111,6 +111,11 @@ pub(crate) fn addmult_for_test(start: u32, mult: i64, q: u32, x: u32) -> u32 {
 }
 
 /// DiskSim's `dm_angle_dtoi` for a fraction of a revolution.
+/// A skew or offset in sectors is a C `int` in DiskSim: below 2^31.
+pub(crate) const MAX_SKEW_SECTORS: f64 = 2_147_483_648.0;
+pub(crate) const SKEW_SECTORS_RANGE: &str =
+    "must be below 2^31 sectors (DiskSim reads it as a C int)";
+
 fn angle_of_revolutions(mut a: f64) -> u32 {
     if a > 1.0 {
         a -= a.trunc();
@@ -227,6 +232,9 @@ impl G1Layout {
         let to_angle = |v: f64, k: String| -> Result<u32, DriveError> {
             if !v.is_finite() || v < 0.0 {
                 return Err(bad(k, format!("must be >= 0, got {v}")));
+            }
+            if z.skew_unit == SkewUnit::Sectors && v >= MAX_SKEW_SECTORS {
+                return Err(bad(k, format!("{SKEW_SECTORS_RANGE}, got {v}")));
             }
             Ok(match z.skew_unit {
                 // DiskSim: `(int)d * sector_width`, in unsigned 32-bit arithmetic.

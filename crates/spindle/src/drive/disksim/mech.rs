@@ -155,7 +155,16 @@ impl Importer<'_> {
                             )
                         })?;
                     }
-                    let points = hplplus10_table(&v, &first, spec.cylinders);
+                    let points =
+                        hplplus10_table(&v, &first, spec.cylinders).map_err(|o| {
+                            r.err(
+                                "HPL seek equation values",
+                                format!(
+                                    "the seek time at {} cylinders passes 2^64 ps (DiskSim's time arithmetic): the values are too large",
+                                    o.cylinders
+                                ),
+                            )
+                        })?;
                     self.cite(
                         "seek",
                         b,
@@ -254,6 +263,7 @@ pub(super) fn hpl_table(v: &Hpl, single_ms: Option<f64>, cylinders: u32) -> Vec<
         .map(|d| {
             let t = match single_ms {
                 Some(s) if d == 1 => ps(s),
+                // Floating point, as DiskSim: saturates instead of overflowing.
                 _ => (e as f64 * f64::from(d) + c as f64) as u64,
             };
             (d, t as f64 / 1e9)
@@ -261,20 +271,33 @@ pub(super) fn hpl_table(v: &Hpl, single_ms: Option<f64>, cylinders: u32) -> Vec<
         .collect()
 }
 
+/// A seek time at `d` cylinders past DiskSim's 64-bit picoseconds.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct SeekOverflow {
+    pub(super) cylinders: u32,
+}
+
 /// `hplplus10` at every distance, exactly as DiskSim computes it in picoseconds.
-pub(super) fn hplplus10_table(v: &Hpl, first: &[f64; 10], cylinders: u32) -> Vec<(u32, f64)> {
+pub(super) fn hplplus10_table(
+    v: &Hpl,
+    first: &[f64; 10],
+    cylinders: u32,
+) -> Result<Vec<(u32, f64)>, SeekOverflow> {
     let (a, b, c, e) = (ps(v.a_ms), ps(v.b_ms), ps(v.c_ms), ps(v.e_ms));
     (1..cylinders.max(2))
         .map(|d| {
             let t = if d <= 10 {
-                ps(first[d as usize - 1])
+                Some(ps(first[d as usize - 1]))
             } else if d < v.boundary {
                 let root = isqrt(u64::from(d) << 32);
-                ((u128::from(root) * u128::from(b)) >> 16) as u64 + a
+                u64::try_from((u128::from(root) * u128::from(b)) >> 16)
+                    .ok()
+                    .and_then(|t| t.checked_add(a))
             } else {
-                e * u64::from(d) + c
+                e.checked_mul(u64::from(d)).and_then(|t| t.checked_add(c))
             };
-            (d, t as f64 / 1e9)
+            let t = t.ok_or(SeekOverflow { cylinders: d })?;
+            Ok((d, t as f64 / 1e9))
         })
         .collect()
 }

@@ -1011,10 +1011,17 @@ impl<'a> Importer<'a> {
         let first = r.u32("First cylinder number")?;
         let last = r.u32("Last cylinder number")?;
         let spt = r.u32("Blocks per track")?;
-        let offset = r.nonneg("Offset of first block")?;
+        let skew = |r: &mut Reader<'_>, name: &str| -> Result<f64, DiskSimError> {
+            let v = r.nonneg(name)?;
+            if unit == SkewUnit::Sectors && v >= layout_g1::MAX_SKEW_SECTORS {
+                return Err(r.err(name, format!("{}, got {v}", layout_g1::SKEW_SECTORS_RANGE)));
+            }
+            Ok(v)
+        };
+        let offset = skew(&mut r, "Offset of first block")?;
         let front = r.u32("Empty space at zone front")?;
-        let track_skew = r.nonneg("Skew for track switch")?;
-        let cyl_skew = r.nonneg("Skew for cylinder switch")?;
+        let track_skew = skew(&mut r, "Skew for track switch")?;
+        let cyl_skew = skew(&mut r, "Skew for cylinder switch")?;
         let spares = r.u32("Number of spares")?;
         let ints = |r: &Reader<'_>, name: &str, l: &[Value]| -> Result<Vec<u32>, DiskSimError> {
             l.iter()

@@ -31,7 +31,7 @@ fn fs_read(p: &str) -> Result<String, String> {
 fn shared_present() -> bool {
     let ok = std::path::Path::new(SHARED).is_dir();
     if !ok {
-        eprintln!("skipping: {SHARED} is absent");
+        crate::testing::shared_missing(&format!("{SHARED} is absent"));
     }
     ok
 }
@@ -581,7 +581,7 @@ fn hplplus10_uses_integer_picoseconds() {
         e_ms: 0.0059,
         single_ms: -1.0,
     };
-    let t = hplplus10_table(&v, &[1.0; 10], 400);
+    let t = hplplus10_table(&v, &[1.0; 10], 400).expect("fits in 64-bit ps");
     // d = 11: (isqrt(11·2^32) · 330_000_000 ps) >> 16 + 3_810_000_000 ps.
     let root = isqrt(11u64 << 32);
     let want = ((u128::from(root) * 330_000_000u128) >> 16) as u64 + 3_810_000_000;
@@ -589,6 +589,26 @@ fn hplplus10_uses_integer_picoseconds() {
     assert_eq!(
         t[350 - 1],
         (350, (5_900_000u64 * 350 + 7_750_000_000) as f64 / 1e9)
+    );
+}
+
+#[test]
+fn hplplus10_overflow_is_an_error_not_a_panic() {
+    let v = Hpl {
+        boundary: 300,
+        a_ms: 3.81,
+        b_ms: 0.33,
+        c_ms: 7.75,
+        e_ms: 1e300,
+        single_ms: -1.0,
+    };
+    let e = hplplus10_table(&v, &[1.0; 10], 400).expect_err("overflows");
+    assert_eq!(e.cylinders, 300, "the first distance on the linear part");
+    let v = Hpl { a_ms: 1e300, ..v };
+    let e = hplplus10_table(&v, &[1.0; 10], 400).expect_err("overflows");
+    assert_eq!(
+        e.cylinders, 11,
+        "the first distance on the square-root part"
     );
 }
 

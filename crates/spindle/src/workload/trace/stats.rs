@@ -410,7 +410,8 @@ impl StatsBuilder {
         let min = *self.sizes.keys().next().expect("n > 0");
         let max = *self.sizes.keys().next_back().expect("n > 0");
         // Power-of-two buckets in bytes: 512 (1 sector), 1 KiB, 2 KiB, …
-        let bucket = |sectors: u32| sectors.next_power_of_two().trailing_zeros();
+        // In 64 bits: a request of more than 2^31 sectors has no 32-bit power of two above it.
+        let bucket = |sectors: u32| u64::from(sectors).next_power_of_two().trailing_zeros();
         let mut histogram: Vec<SizeBucket> = (bucket(min)..=bucket(max))
             .map(|b| SizeBucket {
                 le_bytes: 512u64 << b,

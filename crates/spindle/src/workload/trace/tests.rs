@@ -21,10 +21,10 @@ fn shared(rel: &str) -> Option<PathBuf> {
     if p.exists() {
         Some(p)
     } else {
-        eprintln!(
-            "skipping: {} is absent (shared traces not available)",
+        crate::testing::shared_missing(&format!(
+            "{} is absent (shared traces not available)",
             p.display()
-        );
+        ));
         None
     }
 }

@@ -149,6 +149,18 @@ pub trait TraceIterExt: Iterator<Item = Result<TraceRecord, TraceError>> + Sized
             start_ns,
             end_ns,
             first_ns: None,
+            stop_at_end: false,
+        }
+    }
+
+    /// [`TraceIterExt::window`] for a trace sorted by time (as a replay needs: see
+    /// [`TraceIterExt::speed_up`]): stops reading at the first record at or past `end_ns`, so
+    /// a short window of a long trace reads only up to the window's end. A record after it
+    /// that goes back into the window is not seen (an unsorted trace must be sorted first).
+    fn window_sorted(self, start_ns: u64, end_ns: u64) -> Window<Self> {
+        Window {
+            stop_at_end: true,
+            ..self.window(start_ns, end_ns)
         }
     }
 
@@ -227,6 +239,7 @@ pub struct Window<I> {
     start_ns: u64,
     end_ns: u64,
     first_ns: Option<u64>,
+    stop_at_end: bool,
 }
 
 impl<I: Iterator<Item = Result<TraceRecord, TraceError>>> Iterator for Window<I> {
@@ -244,6 +257,9 @@ impl<I: Iterator<Item = Result<TraceRecord, TraceError>>> Iterator for Window<I>
             };
             if rel >= self.start_ns && rel < self.end_ns {
                 return Some(Ok(rec));
+            }
+            if self.stop_at_end && rel >= self.end_ns {
+                return None;
             }
         }
     }
@@ -580,6 +596,34 @@ mod tests {
             vec![1, 2],
             "[5, 15) ns after t=100"
         );
+    }
+
+    #[test]
+    fn a_sorted_window_stops_reading_at_its_end() {
+        let bad = || {
+            TraceError::unlined(TraceErrorKind::OutOfOrder {
+                record: 9,
+                prev_ns: 0,
+                got_ns: 0,
+            })
+        };
+        let input = || {
+            vec![
+                rec(100, 0, 0, 1),
+                rec(105, 0, 1, 1),
+                rec(115, 0, 2, 1),
+                Err(bad()),
+            ]
+        };
+        let out: Vec<_> = input().into_iter().window_sorted(5, 15).collect();
+        assert_eq!(
+            out.len(),
+            1,
+            "the error past the window's end is never read"
+        );
+        assert_eq!(out[0].as_ref().expect("in the window").lba, 1);
+        let all: Vec<_> = input().into_iter().window(5, 15).collect();
+        assert!(all.last().expect("two").is_err(), "window reads to the end");
     }
 
     #[test]
