@@ -29,7 +29,7 @@
 //! failed disk: its failure loses data, and [`Failure::new`] refuses it.
 
 use super::{Array, DiskOp, Kind};
-use crate::engine::{Action, FailureConfig, RebuildStatus};
+use crate::engine::{Action, FailureClock, FailureConfig, RebuildStatus};
 use crate::layout::{Layout, Piece};
 use crate::Nanos;
 
@@ -50,9 +50,7 @@ pub(super) struct Failure {
     /// The failed disk's column and its place in the column's mirror set.
     column: u32,
     mirror: u32,
-    /// The failure has happened (at `failed_at`).
-    failed_at: Option<Nanos>,
-    wake_asked: bool,
+    clock: FailureClock,
     /// Column data below this offset is on the spare.
     cursor: u64,
     column_sectors: u64,
@@ -100,8 +98,7 @@ impl Failure {
             cfg: cfg.clone(),
             column: cfg.disk as u32 / dm,
             mirror: cfg.disk as u32 % dm,
-            failed_at: None,
-            wake_asked: false,
+            clock: FailureClock::new(cfg.at),
             cursor: 0,
             column_sectors: layout.column_sectors(),
             step_sectors,
@@ -128,7 +125,7 @@ impl Array {
             return 0;
         };
         let end = piece.offset + u64::from(piece.sectors);
-        if f.failed_at.is_none() || piece.column != f.column || end <= f.cursor {
+        if f.clock.failed_at().is_none() || piece.column != f.column || end <= f.cursor {
             return 0;
         }
         let dr = self.layout.replicas();
@@ -147,7 +144,7 @@ impl Array {
         let f = self.failure.as_ref()?;
         Some(RebuildStatus {
             disk: f.cfg.disk,
-            failed_at: f.failed_at?,
+            failed_at: f.clock.failed_at()?,
             started: f.started,
             done: f.done,
             stripes_done: f.cursor.div_ceil(f.step_sectors),
@@ -161,18 +158,9 @@ impl Array {
         let Some(f) = self.failure.as_mut() else {
             return;
         };
-        if f.failed_at.is_some() {
+        if !f.clock.fails_now(now, &mut self.out) {
             return;
         }
-        if now < f.cfg.at {
-            if !f.wake_asked {
-                f.wake_asked = true;
-                let at = f.cfg.at;
-                self.out.push(Action::Wake { at });
-            }
-            return;
-        }
-        f.failed_at = Some(now);
         let (disk, column, mirror) = (f.cfg.disk, f.column, f.mirror);
         // Acknowledged data whose only fresh copy is on the failed disk is propagated now,
         // so the disk can be replaced soon.
@@ -207,7 +195,11 @@ impl Array {
         let Some(f) = self.failure.as_ref() else {
             return;
         };
-        if f.cfg.disk != disk || f.failed_at.is_none() || f.started.is_some() || !f.cfg.rebuild {
+        if f.cfg.disk != disk
+            || f.clock.failed_at().is_none()
+            || f.started.is_some()
+            || !f.cfg.rebuild
+        {
             return;
         }
         let d = &self.disks[disk];

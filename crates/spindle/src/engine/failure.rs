@@ -1,5 +1,6 @@
 //! A disk failure, as every redundant controller takes it.
 
+use super::{Action, Outbox};
 use crate::Nanos;
 
 /// A disk failure (experiment keys `array.failed_disk`, `array.fail_at_ms`,
@@ -28,5 +29,46 @@ impl FailureConfig {
                 "the rebuild rate must be at least 1000 bytes/s, got {r}"
             )),
         }
+    }
+}
+
+/// When a configured failure happens, as a controller sees it: before the failure, the
+/// first event asks for a timer at the failure's instant.
+#[derive(Clone, Debug)]
+pub struct FailureClock {
+    at: Nanos,
+    failed_at: Option<Nanos>,
+    wake_asked: bool,
+}
+
+impl FailureClock {
+    pub fn new(at: Nanos) -> FailureClock {
+        FailureClock {
+            at,
+            failed_at: None,
+            wake_asked: false,
+        }
+    }
+
+    /// When the disk failed; `None` before.
+    pub fn failed_at(&self) -> Option<Nanos> {
+        self.failed_at
+    }
+
+    /// Before any event at `now`: true exactly once, when the failure happens; until then
+    /// a timer for it is asked of `out` (once).
+    pub fn fails_now(&mut self, now: Nanos, out: &mut Outbox) -> bool {
+        if self.failed_at.is_some() {
+            return false;
+        }
+        if now < self.at {
+            if !self.wake_asked {
+                self.wake_asked = true;
+                out.push(Action::Wake { at: self.at });
+            }
+            return false;
+        }
+        self.failed_at = Some(now);
+        true
     }
 }

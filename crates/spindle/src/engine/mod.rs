@@ -14,7 +14,7 @@ pub use data::{
     xor_pieces, Bytes, CopyRuns, DataMove, DiskReader, NvramBytes, NvramWrite, Piece, RecoverError,
     Source,
 };
-pub use failure::FailureConfig;
+pub use failure::{FailureClock, FailureConfig};
 pub use host::{HostSlot, HostTable};
 pub use outbox::Outbox;
 pub use slab::Slab;

@@ -23,7 +23,7 @@
 
 use super::{Kind, Raid5Array, StripeWork};
 pub use crate::engine::FailureConfig;
-use crate::engine::{Action, RebuildStatus};
+use crate::engine::{Action, FailureClock, RebuildStatus};
 use crate::raid5::layout::ParityLayout;
 use crate::{Nanos, Op};
 
@@ -41,8 +41,7 @@ pub(super) struct Failure {
     cfg: FailureConfig,
     group: u32,
     /// The failure has happened (at `failed_at`).
-    failed_at: Option<Nanos>,
-    wake_asked: bool,
+    clock: FailureClock,
     /// Stripes of the group below this are on the spare.
     cursor: u64,
     stripes: u64,
@@ -74,8 +73,7 @@ impl Failure {
         Ok(Failure {
             cfg: cfg.clone(),
             group: cfg.disk as u32 / layout.width(),
-            failed_at: None,
-            wake_asked: false,
+            clock: FailureClock::new(cfg.at),
             cursor: 0,
             stripes: layout.stripes(),
             started: None,
@@ -92,14 +90,15 @@ impl Raid5Array {
     /// The disk of stripe `key` that has failed and is not yet rebuilt there, if any.
     pub(super) fn lost_disk(&self, key: (u32, u64)) -> Option<usize> {
         let f = self.failure.as_ref()?;
-        (f.failed_at.is_some() && key.0 == f.group && key.1 >= f.cursor).then_some(f.cfg.disk)
+        (f.clock.failed_at().is_some() && key.0 == f.group && key.1 >= f.cursor)
+            .then_some(f.cfg.disk)
     }
 
     pub(super) fn rebuild_status(&self) -> Option<RebuildStatus> {
         let f = self.failure.as_ref()?;
         Some(RebuildStatus {
             disk: f.cfg.disk,
-            failed_at: f.failed_at?,
+            failed_at: f.clock.failed_at()?,
             started: f.started,
             done: f.done,
             stripes_done: f.cursor,
@@ -113,18 +112,9 @@ impl Raid5Array {
         let Some(f) = self.failure.as_mut() else {
             return;
         };
-        if f.failed_at.is_some() {
+        if !f.clock.fails_now(now, &mut self.out) {
             return;
         }
-        if now < f.cfg.at {
-            if !f.wake_asked {
-                f.wake_asked = true;
-                let at = f.cfg.at;
-                self.out.push(Action::Wake { at });
-            }
-            return;
-        }
-        f.failed_at = Some(now);
         let disk = f.cfg.disk;
         // Destage work the failed disk accepted must not wait on its destage policy: the
         // rounds it belongs to become host work, so the disk drains and the rebuild starts.
@@ -160,7 +150,11 @@ impl Raid5Array {
         let Some(f) = self.failure.as_ref() else {
             return;
         };
-        if f.cfg.disk != disk || f.failed_at.is_none() || f.started.is_some() || !f.cfg.rebuild {
+        if f.cfg.disk != disk
+            || f.clock.failed_at().is_none()
+            || f.started.is_some()
+            || !f.cfg.rebuild
+        {
             return;
         }
         let d = &self.disks[disk];
