@@ -1276,7 +1276,7 @@ impl Array {
                         .replica(op.piece.offset, op.piece.sectors, 0);
                     self.audit.copied((src, &from.to_vec()), disk, &f.runs);
                 }
-                self.rebuild_op_done(now, op.kind);
+                self.rebuild_op_done(now, op.kind, op.piece);
             }
             Kind::Read => {}
             _ => {

@@ -17,7 +17,8 @@
 //!
 //! Then a spare takes the failed disk's place (the same index) and the rebuild starts: in
 //! order, step by step ([`STEP_BYTES`] of the column's data), it reads the step from a
-//! surviving mirror and writes every rotational replica on the spare. A step holds its
+//! surviving mirror and writes every rotational replica on the spare; the next step's read
+//! overlaps this step's write ([`STEPS_IN_FLIGHT`]). A step holds its
 //! range: it starts once no pending write overlaps it, and host writes to it wait until
 //! the step's copy is written (reads go to the survivors meanwhile). Its read and write go
 //! to the disks' host queues, so rebuild competes with host I/O under the array's
@@ -37,12 +38,18 @@ use crate::Nanos;
 /// placement stops being contiguous).
 pub const STEP_BYTES: u64 = 256 * 1024;
 
-/// The step under way.
+/// Steps in flight at once: a step's read from the survivor overlaps the previous step's
+/// write to the spare (they are on different disks), as a rebuild streams.
+const STEPS_IN_FLIGHT: usize = 2;
+
+/// A step under way.
 #[derive(Copy, Clone, Debug)]
 struct Step {
     piece: Piece,
     /// Its read from a survivor or its write to the spare is queued or running.
     started: bool,
+    /// Its copy is on the spare (it waits for an earlier step to finish).
+    written: bool,
 }
 
 pub(super) struct Failure {
@@ -53,13 +60,16 @@ pub(super) struct Failure {
     clock: FailureClock,
     /// Column data below this offset is on the spare.
     cursor: u64,
+    /// Column data below this offset belongs to a step made so far.
+    issued: u64,
     column_sectors: u64,
     step_sectors: u64,
     started: Option<Nanos>,
     done: Option<Nanos>,
     /// Virtual time one step takes at the configured rate.
     step_ns: Option<u64>,
-    step: Option<Step>,
+    /// In offset order.
+    steps: std::collections::VecDeque<Step>,
     /// A paced step waits for this instant (a timer is set).
     step_due: Option<Nanos>,
 }
@@ -100,12 +110,13 @@ impl Failure {
             mirror: cfg.disk as u32 % dm,
             clock: FailureClock::new(cfg.at),
             cursor: 0,
+            issued: 0,
             column_sectors: layout.column_sectors(),
             step_sectors,
             started: None,
             done: None,
             step_ns: cfg.step_ns(step_sectors * u64::from(sector_bytes))?,
-            step: None,
+            steps: Default::default(),
             step_due: None,
         })
     }
@@ -135,8 +146,9 @@ impl Array {
     /// Whether a write of `piece` must wait for the rebuild step holding its range.
     pub(super) fn held_by_rebuild(&self, piece: &Piece) -> bool {
         self.failure.as_ref().is_some_and(|f| {
-            f.step
-                .is_some_and(|s| s.piece.column == piece.column && super::overlaps(&s.piece, piece))
+            f.steps
+                .iter()
+                .any(|s| s.piece.column == piece.column && super::overlaps(&s.piece, piece))
         })
     }
 
@@ -221,61 +233,85 @@ impl Array {
         self.next_rebuild_step(now);
     }
 
-    /// The next step of the rebuild, now or when its pace allows.
+    /// The next steps of the rebuild (up to [`STEPS_IN_FLIGHT`]), now or when their pace
+    /// allows.
     fn next_rebuild_step(&mut self, now: Nanos) {
+        loop {
+            let Some(f) = self.failure.as_ref() else {
+                return;
+            };
+            if f.steps.len() >= STEPS_IN_FLIGHT || f.step_due.is_some() || f.done.is_some() {
+                return;
+            }
+            if f.issued >= f.column_sectors {
+                if f.steps.is_empty() {
+                    self.failure.as_mut().expect("a failure").done = Some(now);
+                }
+                return;
+            }
+            let began = f.started.expect("the rebuild has started");
+            if let Some(ns) = f.step_ns {
+                // At the configured rate the spare may hold `issued` sectors no earlier
+                // than this.
+                let paced = u128::from(ns) * u128::from(f.issued) / u128::from(f.step_sectors);
+                let due = Nanos(
+                    began
+                        .0
+                        .saturating_add(u64::try_from(paced).unwrap_or(u64::MAX)),
+                );
+                if due > now {
+                    self.failure.as_mut().expect("a failure").step_due = Some(due);
+                    self.out.push(Action::Wake { at: due });
+                    return;
+                }
+            }
+            let (column, offset) = (f.column, f.issued);
+            let want = f.step_sectors.min(f.column_sectors - offset);
+            let sectors = self.layout.band().contiguous(offset, want).max(1);
+            let f = self.failure.as_mut().expect("a failure");
+            f.issued = offset + sectors;
+            f.steps.push_back(Step {
+                piece: Piece {
+                    column,
+                    offset,
+                    sectors: u32::try_from(sectors).expect("a step fits u32"),
+                },
+                started: false,
+                written: false,
+            });
+            self.start_rebuild_step(now);
+        }
+    }
+
+    /// Starts the reads of the steps whose range no pending write overlaps (the writes
+    /// that do are moved to the foreground; the steps are retried as entries finish).
+    pub(super) fn start_rebuild_step(&mut self, now: Nanos) {
         let Some(f) = self.failure.as_ref() else {
             return;
         };
-        if f.step.is_some() || f.step_due.is_some() || f.done.is_some() {
-            return;
-        }
-        let (column, cursor) = (f.column, f.cursor);
-        let want = f.step_sectors.min(f.column_sectors - cursor);
-        let sectors = if want == 0 {
-            0
-        } else {
-            self.layout.band().contiguous(cursor, want).max(1)
-        };
-        let f = self.failure.as_mut().expect("a failure");
-        if sectors == 0 {
-            f.done = Some(now);
-            return;
-        }
-        f.step = Some(Step {
-            piece: Piece {
-                column,
-                offset: cursor,
-                sectors: u32::try_from(sectors).expect("a step fits u32"),
-            },
-            started: false,
-        });
-        self.start_rebuild_step(now);
-    }
-
-    /// Starts the held step's read once no pending write overlaps its range (the writes
-    /// that do are moved to the foreground; the step is retried as entries finish).
-    pub(super) fn start_rebuild_step(&mut self, now: Nanos) {
-        let Some(step) = self.failure.as_ref().and_then(|f| f.step) else {
-            return;
-        };
-        if step.started {
-            return;
-        }
-        let p = step.piece;
-        let keys = self.overlapping(p.column, p.offset, p.sectors);
-        if !keys.is_empty() {
-            for k in keys {
-                self.promote(k);
+        let waiting: Vec<(usize, Piece)> = f
+            .steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.started)
+            .map(|(i, s)| (i, s.piece))
+            .collect();
+        for (i, p) in waiting {
+            let keys = self.overlapping(p.column, p.offset, p.sectors);
+            if !keys.is_empty() {
+                for k in keys {
+                    self.promote(k);
+                }
+                continue;
             }
-            return;
+            let f = self.failure.as_mut().expect("a failure");
+            f.steps[i].started = true;
+            // The first surviving mirror of the set serves the copy.
+            let source = u32::from(f.mirror == 0);
+            let dr = self.layout.replicas();
+            let copies = u64::from(self.all_replicas()) << (source * dr);
+            self.queue_rebuild_op(now, Kind::RebuildRead, p, copies, source);
         }
-        let f = self.failure.as_mut().expect("a failure");
-        f.step.as_mut().expect("a step").started = true;
-        // The first surviving mirror of the set serves the copy.
-        let source = u32::from(f.mirror == 0);
-        let dr = self.layout.replicas();
-        let copies = u64::from(self.all_replicas()) << (source * dr);
-        self.queue_rebuild_op(now, Kind::RebuildRead, p, copies, source);
     }
 
     /// Queues a rebuild operation of `piece` on the `m`-th disk of its mirror set.
@@ -301,44 +337,36 @@ impl Array {
         }
     }
 
-    /// A rebuild operation finished: a read is followed by the spare's write, a write
-    /// moves the rebuild on.
-    pub(super) fn rebuild_op_done(&mut self, now: Nanos, kind: Kind) {
+    /// A rebuild operation of `piece` finished: a read is followed by the spare's write (and
+    /// the next step's read may start); a write moves the rebuilt prefix on.
+    pub(super) fn rebuild_op_done(&mut self, now: Nanos, kind: Kind, piece: Piece) {
         let f = self
             .failure
             .as_mut()
             .expect("rebuild operations need a failure");
-        let step = f.step.expect("a step is under way");
         match kind {
             Kind::RebuildRead => {
                 let m = f.mirror;
                 let dr = self.layout.replicas();
                 let copies = u64::from(self.all_replicas()) << (m * dr);
-                self.queue_rebuild_op(now, Kind::RebuildWrite, step.piece, copies, m);
+                self.queue_rebuild_op(now, Kind::RebuildWrite, piece, copies, m);
             }
             Kind::RebuildWrite => {
-                f.cursor = step.piece.offset + u64::from(step.piece.sectors);
-                f.step = None;
-                let began = f.started.expect("the rebuild has started");
-                if let Some(ns) = f.step_ns {
-                    // At the configured rate the spare holds `cursor` sectors no earlier
-                    // than this.
-                    let paced = u128::from(ns) * u128::from(f.cursor) / u128::from(f.step_sectors);
-                    let due = Nanos(
-                        began
-                            .0
-                            .saturating_add(u64::try_from(paced).unwrap_or(u64::MAX)),
-                    );
-                    if due > now {
-                        f.step_due = Some(due);
-                        self.out.push(Action::Wake { at: due });
-                    }
+                let s = f
+                    .steps
+                    .iter_mut()
+                    .find(|s| s.piece.offset == piece.offset)
+                    .expect("the write's step is under way");
+                s.written = true;
+                while f.steps.front().is_some_and(|s| s.written) {
+                    let s = f.steps.pop_front().expect("a step");
+                    f.cursor = s.piece.offset + u64::from(s.piece.sectors);
                 }
                 self.release_blocked(now);
-                self.next_rebuild_step(now);
             }
             _ => unreachable!("not a rebuild operation"),
         }
+        self.next_rebuild_step(now);
     }
 
     /// The survivor the rebuild copies from, for a step's write to the spare.
