@@ -92,6 +92,9 @@ struct Held {
     _server: BudgetPermit,
 }
 
+/// The piece of a read reply that must go out within the idle timeout.
+const STALL_PIECE: usize = 1 << 20;
+
 /// Sends the replies; with `stall`, a write the client does not take for that long fails
 /// with `TimedOut` (and the replies still queued are dropped, releasing their bytes).
 async fn write_replies<W: AsyncWrite + Unpin>(
@@ -115,7 +118,10 @@ async fn write_replies<W: AsyncWrite + Unpin>(
     while let Some(r) = rx.recv().await {
         within(stall, wr.write_all(&encode_simple_reply(r.error, r.cookie))).await?;
         if let Some(d) = &r.data {
-            within(stall, wr.write_all(d)).await?;
+            // In pieces, so that a client reading slowly but steadily is not "not reading".
+            for piece in d.chunks(STALL_PIECE) {
+                within(stall, wr.write_all(piece)).await?;
+            }
         }
         drop(r);
         if rx.is_empty() {
