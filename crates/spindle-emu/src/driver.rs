@@ -92,6 +92,9 @@ pub struct Stats {
     pub elapsed_s: f64,
     /// What `--record` wrote (final statistics only).
     pub recorded: Option<Recorded>,
+    /// The NBD server's counters (final statistics of `spindle serve` only; not in the
+    /// `Display` line, which `ServerStats`' own `Display` follows).
+    pub nbd: Option<crate::nbd::ServerStats>,
 }
 
 impl std::fmt::Display for Stats {

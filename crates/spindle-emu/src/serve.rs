@@ -1,12 +1,12 @@
 //! `spindle serve`: an experiment's array, emulated in real time over a data directory,
 //! served as an NBD export on TCP or a Unix socket until SIGINT or SIGTERM; SIGUSR1 prints
-//! the statistics so far. A clean stop lets the array finish its background work and
+//! the statistics so far (the array's and the NBD server's). A clean stop lets the array finish its background work and
 //! makes the disk files durable before the final statistics are printed.
 
 use crate::backing::{BackingStore, StoreShape};
 use crate::driver::{ClockOptions, Emulator, Stats};
 use crate::export::EmuExport;
-use crate::nbd::{Backend, Server};
+use crate::nbd::{Backend, Limits, Server};
 use crate::record::RecordFile;
 use spindle::config::{Experiment, ReadFile};
 use std::net::SocketAddr;
@@ -28,11 +28,13 @@ pub struct ServeOptions {
     pub clock: ClockOptions,
     /// `--record FILE`: every host request served, as a DiskSim trace (`record.rs`).
     pub record: Option<PathBuf>,
+    /// The NBD server's connection limit, idle timeout and in-flight byte budget.
+    pub limits: Limits,
 }
 
 /// Builds the experiment's array over `opts.data_dir` and serves it until a signal.
 /// `ready` receives the address clients connect to (e.g. `nbd://127.0.0.1:10809`) once the
-/// socket is bound. Returns the final statistics.
+/// socket is bound. Returns the final statistics (with the NBD server's counters).
 pub fn serve(
     exp: &Experiment,
     read_file: ReadFile<'_>,
@@ -51,6 +53,9 @@ pub fn serve_until(
     ready: impl FnOnce(&str),
     stop: Option<tokio::sync::oneshot::Receiver<()>>,
 ) -> Result<Stats, String> {
+    opts.limits
+        .check()
+        .map_err(|e| format!("nbd limits: {e}"))?;
     // The record file first: a bad path is refused before anything starts.
     let record = opts.record.as_deref().map(RecordFile::create).transpose()?;
     let a = &exp.spec.array;
@@ -95,8 +100,11 @@ pub fn serve_until(
     let handle = emu.handle();
     let export: Arc<dyn Backend> = Arc::new(EmuExport::new(handle.clone()));
     let server = Arc::new(
-        Server::new(vec![(opts.export_name.clone(), description, export)])
-            .map_err(|e| e.to_string())?,
+        Server::with_limits(
+            vec![(opts.export_name.clone(), description, export)],
+            opts.limits,
+        )
+        .map_err(|e| e.to_string())?,
     );
     // One worker: the NBD side only parses and copies, and every thread wake-up between
     // tokio workers adds to the turnaround between an answer and the client's next request
@@ -120,8 +128,7 @@ pub fn serve_until(
                 None => signalled.await,
             }
         };
-        let stats_handle = handle.clone();
-        tokio::spawn(report_on_sigusr1(stats_handle));
+        tokio::spawn(report_on_sigusr1(handle.clone(), server.clone()));
         match &opts.listen {
             Listen::Tcp(addr) => {
                 let l = tokio::net::TcpListener::bind(addr)
@@ -145,10 +152,12 @@ pub fn serve_until(
         }
         Ok(())
     });
+    let nbd = server.stats();
     drop(server);
     drop(handle);
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
-    let stats = emu.stop()?;
+    let mut stats = emu.stop()?;
+    stats.nbd = Some(nbd);
     served.map(|()| stats)
 }
 
@@ -182,7 +191,7 @@ fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, String> {
     })
 }
 
-async fn report_on_sigusr1(handle: crate::driver::Handle) {
+async fn report_on_sigusr1(handle: crate::driver::Handle, server: Arc<Server>) {
     use tokio::signal::unix::{signal, SignalKind};
     let Ok(mut usr1) = signal(SignalKind::user_defined1()) else {
         return;
@@ -193,5 +202,6 @@ async fn report_on_sigusr1(handle: crate::driver::Handle) {
                 eprintln!("spindle serve: {s}");
             }
         }
+        eprintln!("spindle serve: {}", server.stats());
     }
 }

@@ -67,6 +67,7 @@ fn real_clients_pass_against_every_layout() {
                 export_name: "spindle".into(),
                 clock: Default::default(),
                 record: None,
+                limits: Default::default(),
             };
             serve_until(
                 &exp,

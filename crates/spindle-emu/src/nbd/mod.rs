@@ -7,7 +7,8 @@
 //!
 //! Lifecycle:
 //! 1. [`Server::new`] checks the export list (first export = default, selected by the empty
-//!    name).
+//!    name); [`Server::with_limits`] also sets the [`Limits`] (connections, idle timeout,
+//!    in-flight bytes over all connections).
 //! 2. [`Server::serve_tcp`] / [`Server::serve_unix`] accept connections until the `shutdown`
 //!    future completes, then stop reading requests, let in-flight requests finish and their
 //!    replies be sent (at most [`DRAIN_TIMEOUT`]) and return.
@@ -17,8 +18,12 @@
 //! READ/WRITE lengths of at most [`proto::PAYLOAD_MAX`]; a client's protocol violation closes
 //! that connection only and is counted and logged (never a panic). Replies go out in
 //! completion order. Per connection at most [`IN_FLIGHT_MAX`] requests and
-//! [`IN_FLIGHT_BYTES_MAX`] bytes of payload are in flight; the server stops reading requests
-//! until some complete.
+//! [`IN_FLIGHT_BYTES_MAX`] bytes of payload are in flight, and over all connections at most
+//! [`Limits::in_flight_bytes_max`] (a single larger request is admitted alone); a connection
+//! over a bound stops reading its socket until some complete. At most
+//! [`Limits::connections_max`] connections are open; a further client is refused during the
+//! handshake (`NBD_REP_ERR_POLICY`). A connection idle for [`Limits::idle_timeout`] is
+//! closed.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -37,6 +42,7 @@
 //! Not implemented: TLS, structured replies, block status, extended headers, resize, the
 //! cache command, oldstyle negotiation.
 
+mod limits;
 mod mem;
 pub mod proto;
 mod server;
@@ -50,6 +56,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use limits::Limits;
 pub use mem::{MemBackend, MemOptions};
 
 /// A boxed, sendable future, as [`Backend`] methods return.
@@ -59,8 +66,12 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub const IN_FLIGHT_MAX: usize = 256;
 /// Most READ/WRITE payload bytes in flight on one connection (requests wait beyond it).
 pub const IN_FLIGHT_BYTES_MAX: u32 = 128 * 1024 * 1024;
-/// Most connections served at once; further ones are closed at accept.
-pub const CONNECTIONS_MAX: usize = 1024;
+/// Default of [`Limits::connections_max`].
+pub const CONNECTIONS_MAX: usize = 256;
+/// Default of [`Limits::idle_timeout`].
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default of [`Limits::in_flight_bytes_max`].
+pub const BUDGET_BYTES: u64 = 256 * 1024 * 1024;
 /// Most options one client may send during the handshake.
 pub const OPTIONS_MAX: u32 = 1024;
 /// How long a client may take to complete the handshake.
@@ -168,6 +179,8 @@ pub enum ConfigError {
     },
     #[error("nbd exports[{index}]: {field} contains a NUL byte")]
     Nul { index: usize, field: &'static str },
+    #[error("nbd limits: {0}")]
+    Limits(String),
 }
 
 /// One named export.
@@ -180,10 +193,16 @@ pub(crate) struct Export {
 /// Counters of one server, all since [`Server::new`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ServerStats {
-    /// Connections accepted (including ones refused for [`CONNECTIONS_MAX`]).
+    /// Connections accepted (including the refused ones).
     pub connections: u64,
-    /// Connections open now.
+    /// Connections open now (not counting refused ones still being told so).
     pub connections_open: u64,
+    /// Connections refused because [`Limits::connections_max`] were open.
+    pub connections_refused: u64,
+    /// Connections closed by the idle timeout: no request for [`Limits::idle_timeout`] with
+    /// none in flight, a request cut off mid-way for that long, or replies not read for
+    /// that long.
+    pub idle_timeouts: u64,
     /// Handshakes that reached the transmission phase.
     pub handshakes: u64,
     pub reads: u64,
@@ -203,12 +222,52 @@ pub struct ServerStats {
     pub backend_errors: u64,
     /// Protocol violations that closed a connection.
     pub protocol_errors: u64,
+    /// Requests that had to wait for in-flight bytes (their connection's
+    /// [`IN_FLIGHT_BYTES_MAX`] or the server's [`Limits::in_flight_bytes_max`]) before their
+    /// payload was read or the backend called.
+    pub backpressure_waits: u64,
+    /// READ/WRITE payload bytes in flight now, over all connections (from before a write's
+    /// payload is read, or a read is passed to the backend, until the reply is sent).
+    pub in_flight_bytes: u64,
+    /// The most `in_flight_bytes` ever.
+    pub in_flight_bytes_peak: u64,
+}
+
+impl std::fmt::Display for ServerStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "nbd: {} connections ({} open, {} refused, {} closed idle), {} handshakes; {} reads, \
+             {} writes, {} flushes, {} trims, {} write_zeroes, {} disconnects; {} protocol \
+             violations, {} requests refused, {} backend errors; {} backpressure waits, {} \
+             bytes in flight (peak {})",
+            self.connections,
+            self.connections_open,
+            self.connections_refused,
+            self.idle_timeouts,
+            self.handshakes,
+            self.reads,
+            self.writes,
+            self.flushes,
+            self.trims,
+            self.write_zeroes,
+            self.disconnects,
+            self.protocol_errors,
+            self.requests_refused,
+            self.backend_errors,
+            self.backpressure_waits,
+            self.in_flight_bytes,
+            self.in_flight_bytes_peak
+        )
+    }
 }
 
 #[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) connections: AtomicU64,
     pub(crate) connections_open: AtomicU64,
+    pub(crate) connections_refused: AtomicU64,
+    pub(crate) idle_timeouts: AtomicU64,
     pub(crate) handshakes: AtomicU64,
     pub(crate) reads: AtomicU64,
     pub(crate) writes: AtomicU64,
@@ -221,6 +280,7 @@ pub(crate) struct Counters {
     pub(crate) requests_refused: AtomicU64,
     pub(crate) backend_errors: AtomicU64,
     pub(crate) protocol_errors: AtomicU64,
+    pub(crate) backpressure_waits: AtomicU64,
 }
 
 pub(crate) fn bump(c: &AtomicU64, n: u64) {
@@ -233,12 +293,26 @@ pub struct Server {
     pub(crate) exports: Vec<Export>,
     pub(crate) counters: Counters,
     pub(crate) last_violation: Mutex<Option<String>>,
+    pub(crate) limits: Limits,
+    /// One permit per connection that may be open.
+    pub(crate) connection_slots: Arc<tokio::sync::Semaphore>,
+    /// The in-flight bytes over all connections.
+    pub(crate) budget: Arc<limits::Budget>,
 }
 
 impl Server {
     /// A server for `exports` given as `(name, description, backend)`; the first is the
     /// default export. Names must be unique; names and descriptions at most 4096 bytes, no NUL.
     pub fn new(exports: Vec<(String, String, Arc<dyn Backend>)>) -> Result<Server, ConfigError> {
+        Server::with_limits(exports, Limits::default())
+    }
+
+    /// As [`Server::new`], with `limits` instead of the defaults.
+    pub fn with_limits(
+        exports: Vec<(String, String, Arc<dyn Backend>)>,
+        limits: Limits,
+    ) -> Result<Server, ConfigError> {
+        limits.check().map_err(ConfigError::Limits)?;
         if exports.is_empty() {
             return Err(ConfigError::NoExports);
         }
@@ -272,6 +346,9 @@ impl Server {
             exports: out,
             counters: Counters::default(),
             last_violation: Mutex::new(None),
+            limits,
+            connection_slots: Arc::new(tokio::sync::Semaphore::new(limits.connections_max)),
+            budget: Arc::new(limits::Budget::new(limits.in_flight_bytes_max)),
         })
     }
 
@@ -283,6 +360,8 @@ impl Server {
         ServerStats {
             connections: g(&c.connections),
             connections_open: g(&c.connections_open),
+            connections_refused: g(&c.connections_refused),
+            idle_timeouts: g(&c.idle_timeouts),
             handshakes: g(&c.handshakes),
             reads: g(&c.reads),
             writes: g(&c.writes),
@@ -295,6 +374,9 @@ impl Server {
             requests_refused: g(&c.requests_refused),
             backend_errors: g(&c.backend_errors),
             protocol_errors: g(&c.protocol_errors),
+            backpressure_waits: g(&c.backpressure_waits),
+            in_flight_bytes: self.budget.in_flight(),
+            in_flight_bytes_peak: self.budget.peak(),
         }
     }
 
@@ -305,6 +387,12 @@ impl Server {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// The limits this server enforces.
+    #[must_use]
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 
     /// Export names in order (the first is the default).

@@ -5,15 +5,17 @@
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::watch;
+use tokio::sync::{watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 
+use super::limits::{refuse, REFUSING_MAX};
 use super::proto::*;
 use super::{bump, Backend, Server};
-use super::{CONNECTIONS_MAX, DRAIN_TIMEOUT, HANDSHAKE_TIMEOUT, OPTIONS_MAX};
+use super::{DRAIN_TIMEOUT, HANDSHAKE_TIMEOUT, OPTIONS_MAX};
 
 /// Why a connection ended.
 #[derive(Debug)]
@@ -28,6 +30,8 @@ pub(super) enum End {
     Shutdown,
     /// The client broke the protocol; the reason names the place.
     Violation(String),
+    /// The idle timeout: the client sent nothing, or read nothing, for too long.
+    Idle(String),
     /// The socket failed.
     Io(io::Error),
 }
@@ -82,18 +86,44 @@ impl Server {
         self.serve(listener, shutdown).await;
     }
 
-    /// Serves one already-connected stream (handshake, then transmission) until it ends.
+    /// Serves one already-connected stream (handshake, then transmission) until it ends. It
+    /// counts against [`super::Limits::connections_max`]: beyond it the client is refused.
     pub async fn serve_connection<S>(self: Arc<Self>, stream: S, peer: String)
     where
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
         let (_keep, stop) = watch::channel(false);
-        self.run_connection(stream, peer, stop).await;
+        match self.connection_slot(&peer) {
+            Some(slot) => self.run_connection(stream, peer, stop, slot).await,
+            None => refuse(stream, &self.busy_message()).await,
+        }
+    }
+
+    /// A place for one more connection, or `None` (counted and logged) at the limit.
+    fn connection_slot(&self, peer: &str) -> Option<OwnedSemaphorePermit> {
+        bump(&self.counters.connections, 1);
+        let slot = self.connection_slots.clone().try_acquire_owned().ok();
+        if slot.is_none() {
+            bump(&self.counters.connections_refused, 1);
+            tracing::warn!(
+                "nbd {peer}: refused: {} connections open, the limit",
+                self.limits.connections_max
+            );
+        }
+        slot
+    }
+
+    fn busy_message(&self) -> String {
+        format!(
+            "server busy: {} connections open, the limit; try again later",
+            self.limits.connections_max
+        )
     }
 
     async fn serve<L: Listener>(self: Arc<Self>, listener: L, shutdown: impl Future) {
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut conns = JoinSet::new();
+        let mut refusing = JoinSet::new();
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -104,15 +134,19 @@ impl Server {
                         tracing::error!("nbd: connection task failed: {e}");
                     }
                 }
+                Some(_) = refusing.join_next(), if !refusing.is_empty() => {}
                 accepted = listener.accept_one() => match accepted {
-                    Ok((stream, peer)) => {
-                        if conns.len() >= CONNECTIONS_MAX {
-                            bump(&self.counters.connections, 1);
-                            tracing::warn!("nbd {peer}: refused: {CONNECTIONS_MAX} connections open");
-                            continue;
+                    Ok((stream, peer)) => match self.connection_slot(&peer) {
+                        Some(slot) => {
+                            conns.spawn(self.clone().run_connection(stream, peer, stop_rx.clone(), slot));
                         }
-                        conns.spawn(self.clone().run_connection(stream, peer, stop_rx.clone()));
-                    }
+                        // Dropping the stream closes it without a word.
+                        None if refusing.len() >= REFUSING_MAX => {}
+                        None => {
+                            let message = self.busy_message();
+                            refusing.spawn(async move { refuse(stream, &message).await });
+                        }
+                    },
                     Err(e) => {
                         // EMFILE and friends pass; do not spin on them.
                         tracing::warn!("nbd: accept failed: {e}");
@@ -123,6 +157,7 @@ impl Server {
         }
         // Receivers only fail to see this if every connection is gone already.
         let _ = stop_tx.send(true);
+        refusing.shutdown().await;
         let drain = async { while conns.join_next().await.is_some() {} };
         if tokio::time::timeout(DRAIN_TIMEOUT, drain).await.is_err() {
             tracing::warn!(
@@ -138,10 +173,10 @@ impl Server {
         stream: S,
         peer: String,
         mut stop: watch::Receiver<bool>,
+        _slot: OwnedSemaphorePermit,
     ) where
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
-        bump(&self.counters.connections, 1);
         bump(&self.counters.connections_open, 1);
         let (rd, mut wr) = tokio::io::split(stream);
         let mut rd = BufReader::new(rd);
@@ -179,6 +214,10 @@ impl Server {
             End::Eof => tracing::debug!("nbd {peer}: client closed the connection"),
             End::Shutdown => tracing::debug!("nbd {peer}: closed for shutdown"),
             End::Io(e) => tracing::info!("nbd {peer}: connection failed: {e}"),
+            End::Idle(reason) => {
+                bump(&self.counters.idle_timeouts, 1);
+                tracing::info!("nbd {peer}: idle timeout: {reason}; closing the connection");
+            }
             End::Violation(reason) => {
                 bump(&self.counters.protocol_errors, 1);
                 tracing::warn!("nbd {peer}: protocol violation: {reason}; closing the connection");
@@ -210,7 +249,7 @@ impl Server {
         hello.extend_from_slice(&(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES).to_be_bytes());
         send(wr, &hello).await?;
         let mut b4 = [0u8; 4];
-        read_msg(rd, &mut b4, "handshake: client flags").await?;
+        read_msg(rd, &mut b4, "handshake: client flags", None).await?;
         let client_flags = u32::from_be_bytes(b4);
         let unknown = client_flags & !(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES);
         if unknown != 0 {
@@ -225,24 +264,7 @@ impl Server {
         }
         let no_zeroes = client_flags & FLAG_C_NO_ZEROES != 0;
         for n in 0..OPTIONS_MAX {
-            let mut h = [0u8; 16];
-            read_msg(rd, &mut h, "handshake: option header").await?;
-            let magic = u64::from_be_bytes(h[0..8].try_into().expect("8 bytes"));
-            let opt = u32::from_be_bytes(h[8..12].try_into().expect("4 bytes"));
-            let len = u32::from_be_bytes(h[12..16].try_into().expect("4 bytes"));
-            let place = format!("handshake: option {n} ({} = {opt})", option_name(opt));
-            if magic != IHAVEOPT {
-                return violation(format!(
-                    "{place}: bad magic {magic:#018x}, expected {IHAVEOPT:#018x}"
-                ));
-            }
-            if len > OPTION_LEN_MAX {
-                return violation(format!(
-                    "{place}: data length {len} exceeds {OPTION_LEN_MAX}"
-                ));
-            }
-            let mut data = vec![0u8; usize::try_from(len).expect("u32 fits usize")];
-            read_part(rd, &mut data, &place).await?;
+            let (opt, data, place) = read_option(rd, n).await?;
             if let Some(export) = self
                 .handle_option(wr, opt, &data, no_zeroes, &place)
                 .await?
@@ -423,20 +445,59 @@ fn parse_info(data: &[u8]) -> Result<(&[u8], Vec<u16>), String> {
     ))
 }
 
-async fn send<W: AsyncWrite + Unpin>(wr: &mut W, b: &[u8]) -> Step<()> {
+/// Reads option `n` of the handshake: (option, data, a name of the place for errors).
+pub(super) async fn read_option<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    n: u32,
+) -> Step<(u32, Vec<u8>, String)> {
+    let mut h = [0u8; 16];
+    read_msg(rd, &mut h, "handshake: option header", None).await?;
+    let magic = u64::from_be_bytes(h[0..8].try_into().expect("8 bytes"));
+    let opt = u32::from_be_bytes(h[8..12].try_into().expect("4 bytes"));
+    let len = u32::from_be_bytes(h[12..16].try_into().expect("4 bytes"));
+    let place = format!("handshake: option {n} ({} = {opt})", option_name(opt));
+    if magic != IHAVEOPT {
+        return violation(format!(
+            "{place}: bad magic {magic:#018x}, expected {IHAVEOPT:#018x}"
+        ));
+    }
+    if len > OPTION_LEN_MAX {
+        return violation(format!(
+            "{place}: data length {len} exceeds {OPTION_LEN_MAX}"
+        ));
+    }
+    let mut data = vec![0u8; usize::try_from(len).expect("u32 fits usize")];
+    read_part(rd, &mut data, &place, None).await?;
+    Ok((opt, data, place))
+}
+
+pub(super) async fn send<W: AsyncWrite + Unpin>(wr: &mut W, b: &[u8]) -> Step<()> {
     wr.write_all(b).await.map_err(End::Io)?;
     wr.flush().await.map_err(End::Io)
 }
 
-/// Fills `buf` with the next message; `Eof` if the stream ends before its first byte.
+/// Fills `buf` with the next message; `Eof` if the stream ends before its first byte. With
+/// `stall`, waiting that long for a byte ends the connection (`Idle`).
 pub(super) async fn read_msg<R: AsyncRead + Unpin>(
     rd: &mut R,
     buf: &mut [u8],
     what: &str,
+    stall: Option<Duration>,
 ) -> Step<()> {
     let mut got = 0;
     while got < buf.len() {
-        let n = rd.read(&mut buf[got..]).await.map_err(End::Io)?;
+        let read = rd.read(&mut buf[got..]);
+        let n = match stall {
+            None => read.await,
+            // `read` is cancel-safe: on a timeout no byte was taken.
+            Some(d) => tokio::time::timeout(d, read).await.map_err(|_| {
+                End::Idle(format!(
+                    "{what}: no byte for {d:?} after {got} of its {} bytes",
+                    buf.len()
+                ))
+            })?,
+        }
+        .map_err(End::Io)?;
         if n == 0 {
             if got == 0 {
                 return Err(End::Eof);
@@ -456,8 +517,9 @@ pub(super) async fn read_part<R: AsyncRead + Unpin>(
     rd: &mut R,
     buf: &mut [u8],
     what: &str,
+    stall: Option<Duration>,
 ) -> Step<()> {
-    match read_msg(rd, buf, what).await {
+    match read_msg(rd, buf, what, stall).await {
         Err(End::Eof) => violation(format!(
             "{what}: truncated: stream ended before its {} data bytes",
             buf.len()

@@ -1,7 +1,9 @@
 //! The transmission phase: a reader that parses, checks and dispatches requests (one spawned
 //! task per backend call), and a writer task that sends simple replies in completion order.
-//! In-flight requests and payload bytes are bounded per connection; a request that fails its
-//! check gets an error reply without reaching the backend.
+//! In-flight requests and payload bytes are bounded per connection, payload bytes also over
+//! all connections (the server's budget); a request that fails its check gets an error reply
+//! without reaching the backend. With an idle timeout, a connection that sends nothing (with
+//! nothing in flight), stops mid-request or reads no reply for that long is closed.
 
 use std::future::Future;
 use std::io;
@@ -9,10 +11,12 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
+use super::limits::BudgetPermit;
 use super::proto::*;
 use super::server::{read_msg, read_part, shutdown_signalled, violation, End, Step};
 use super::{bump, Backend, BoxFuture, NbdError, Server, IN_FLIGHT_BYTES_MAX, IN_FLIGHT_MAX};
@@ -27,12 +31,13 @@ impl Server {
         stop: &mut watch::Receiver<bool>,
     ) -> End
     where
-        R: AsyncRead + Unpin + Send,
+        R: AsyncBufRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let backend = self.exports[export].backend.clone();
         let (tx, rx) = mpsc::channel::<Reply>(IN_FLIGHT_MAX);
-        let writer = tokio::spawn(write_replies(wr, rx));
+        let idle = self.limits.idle_timeout;
+        let writer = tokio::spawn(write_replies(wr, rx, idle));
         let conn = Conn {
             server: self.clone(),
             size: backend.size_bytes(),
@@ -43,6 +48,7 @@ impl Server {
             bytes: Arc::new(Semaphore::new(
                 usize::try_from(IN_FLIGHT_BYTES_MAX).expect("fits usize"),
             )),
+            idle,
         };
         let end = loop {
             let step = tokio::select! {
@@ -59,6 +65,7 @@ impl Server {
         drop(conn);
         match writer.await {
             Ok(Ok(())) => end,
+            Ok(Err(e)) if e.kind() == io::ErrorKind::TimedOut => End::Idle(e.to_string()),
             Ok(Err(e)) if matches!(end, End::Violation(_)) => {
                 tracing::debug!("nbd: replies after a violation not delivered: {e}");
                 end
@@ -76,27 +83,53 @@ struct Reply {
     error: u32,
     data: Option<Vec<u8>>,
     _slot: OwnedSemaphorePermit,
-    _bytes: Option<OwnedSemaphorePermit>,
+    _bytes: Option<Held>,
 }
 
+/// The payload bytes a request holds: of its connection's bound and of the server's budget.
+struct Held {
+    _conn: OwnedSemaphorePermit,
+    _server: BudgetPermit,
+}
+
+/// The piece of a read reply that must go out within the idle timeout.
+const STALL_PIECE: usize = 1 << 20;
+
+/// Sends the replies; with `stall`, a write the client does not take for that long fails
+/// with `TimedOut` (and the replies still queued are dropped, releasing their bytes).
 async fn write_replies<W: AsyncWrite + Unpin>(
     wr: W,
     mut rx: mpsc::Receiver<Reply>,
+    stall: Option<Duration>,
 ) -> io::Result<()> {
+    async fn within<F: Future<Output = io::Result<()>>>(
+        stall: Option<Duration>,
+        f: F,
+    ) -> io::Result<()> {
+        let Some(d) = stall else { return f.await };
+        tokio::time::timeout(d, f).await.unwrap_or_else(|_| {
+            Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("replies not read for {d:?}"),
+            ))
+        })
+    }
     let mut wr = BufWriter::with_capacity(64 * 1024, wr);
     while let Some(r) = rx.recv().await {
-        wr.write_all(&encode_simple_reply(r.error, r.cookie))
-            .await?;
+        within(stall, wr.write_all(&encode_simple_reply(r.error, r.cookie))).await?;
         if let Some(d) = &r.data {
-            wr.write_all(d).await?;
+            // In pieces, so that a client reading slowly but steadily is not "not reading".
+            for piece in d.chunks(STALL_PIECE) {
+                within(stall, wr.write_all(piece)).await?;
+            }
         }
         drop(r);
         if rx.is_empty() {
-            wr.flush().await?;
+            within(stall, wr.flush()).await?;
         }
     }
-    wr.flush().await?;
-    wr.shutdown().await
+    within(stall, wr.flush()).await?;
+    within(stall, wr.shutdown()).await
 }
 
 /// The state of one connection in the transmission phase.
@@ -108,19 +141,90 @@ struct Conn {
     tx: mpsc::Sender<Reply>,
     slots: Arc<Semaphore>,
     bytes: Arc<Semaphore>,
+    idle: Option<Duration>,
 }
 
 impl Conn {
+    /// Waits until the next request's first byte is buffered. With an idle timeout, a
+    /// connection with nothing in flight that receives nothing for that long ends; while
+    /// requests are in flight the client is waiting for us, so the wait starts over once
+    /// they are answered.
+    async fn wait_request<R: AsyncBufRead + Unpin>(&self, rd: &mut R) -> Step<()> {
+        async fn filled<R: AsyncBufRead + Unpin>(rd: &mut R) -> Step<()> {
+            // Cancel-safe: buffers bytes without taking them.
+            match rd.fill_buf().await {
+                Ok([]) => Err(End::Eof),
+                Ok(_) => Ok(()),
+                Err(e) => Err(End::Io(e)),
+            }
+        }
+        let Some(idle) = self.idle else {
+            return filled(rd).await;
+        };
+        loop {
+            if let Ok(r) = tokio::time::timeout(idle, filled(rd)).await {
+                return r;
+            }
+            // The caller holds one slot; the others taken are requests in flight.
+            let others = u32::try_from(IN_FLIGHT_MAX - 1).expect("fits u32");
+            if self.slots.available_permits() == IN_FLIGHT_MAX - 1 {
+                return Err(End::Idle(format!(
+                    "no request for {idle:?} with none in flight"
+                )));
+            }
+            tokio::select! {
+                r = filled(rd) => return r,
+                all = self.slots.acquire_many(others) => drop(all),
+            }
+        }
+    }
+
+    /// Takes `len` payload bytes of the connection's bound and of the server's budget,
+    /// waiting (without reading the socket) while they are not free.
+    async fn hold(&self, len: u32, place: &str) -> Held {
+        let mut waits = false;
+        let mut wait = || {
+            if !std::mem::replace(&mut waits, true) {
+                bump(&self.server.counters.backpressure_waits, 1);
+                tracing::debug!("nbd: {place}: waiting for {len} bytes of the in-flight bounds");
+            }
+        };
+        let conn = match self.bytes.clone().try_acquire_many_owned(len) {
+            Ok(p) => p,
+            Err(_) => {
+                wait();
+                self.bytes
+                    .clone()
+                    .acquire_many_owned(len)
+                    .await
+                    .expect("semaphore never closed")
+            }
+        };
+        let budget = &self.server.budget;
+        let server = match budget.try_acquire(len) {
+            Some(p) => p,
+            None => {
+                wait();
+                budget.acquire(len).await
+            }
+        };
+        Held {
+            _conn: conn,
+            _server: server,
+        }
+    }
+
     /// Reads one request and dispatches it; `Err` ends the connection.
-    async fn next_request<R: AsyncRead + Unpin>(&self, rd: &mut R) -> Step<()> {
+    async fn next_request<R: AsyncBufRead + Unpin>(&self, rd: &mut R) -> Step<()> {
         let slot = self
             .slots
             .clone()
             .acquire_owned()
             .await
             .expect("semaphore never closed");
+        self.wait_request(rd).await?;
         let mut h = [0u8; REQUEST_LEN];
-        read_msg(rd, &mut h, "request header").await?;
+        read_msg(rd, &mut h, "request header", self.idle).await?;
         let req = Request::decode(&h);
         if req.magic != REQUEST_MAGIC {
             return violation(format!(
@@ -139,15 +243,9 @@ impl Conn {
                     req.length
                 ));
             }
-            bytes = Some(
-                self.bytes
-                    .clone()
-                    .acquire_many_owned(req.length)
-                    .await
-                    .expect("semaphore never closed"),
-            );
+            bytes = Some(self.hold(req.length, &place).await);
             let mut data = vec![0u8; usize::try_from(req.length).expect("u32 fits usize")];
-            read_part(rd, &mut data, &place).await?;
+            read_part(rd, &mut data, &place, self.idle).await?;
             payload = Some(data);
         }
         if req.kind == CMD_DISC {
@@ -172,13 +270,7 @@ impl Conn {
             return self.reply(req.cookie, 0, data, slot, bytes).await;
         }
         if req.kind == CMD_READ {
-            bytes = Some(
-                self.bytes
-                    .clone()
-                    .acquire_many_owned(req.length)
-                    .await
-                    .expect("semaphore never closed"),
-            );
+            bytes = Some(self.hold(req.length, &place).await);
         }
         let fut = self.call(&req, payload);
         let (server, tx, kind, len) = (self.server.clone(), self.tx.clone(), req.kind, req.length);
@@ -271,7 +363,7 @@ impl Conn {
         error: u32,
         data: Option<Vec<u8>>,
         slot: OwnedSemaphorePermit,
-        bytes: Option<OwnedSemaphorePermit>,
+        bytes: Option<Held>,
     ) -> Step<()> {
         let r = Reply {
             cookie,

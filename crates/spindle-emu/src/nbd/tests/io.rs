@@ -168,18 +168,18 @@ async fn sixty_four_in_flight_with_reordering() {
 
 /// A backend whose reads wait until the test opens their gate: forces any completion order.
 #[derive(Clone, Default)]
-struct GateBackend {
+pub(super) struct GateBackend {
     gates: Arc<Mutex<Gates>>,
     /// Most reads ever waiting at once.
-    max_waiting: Arc<AtomicUsize>,
+    pub(super) max_waiting: Arc<AtomicUsize>,
 }
 
 impl GateBackend {
-    fn waiting(&self) -> usize {
+    pub(super) fn waiting(&self) -> usize {
         self.gates.lock().unwrap().len()
     }
 
-    fn open(&self, offset: u64) {
+    pub(super) fn open(&self, offset: u64) {
         let mut g = self.gates.lock().unwrap();
         let i = g
             .iter()
@@ -190,7 +190,7 @@ impl GateBackend {
     }
 
     /// Opens every waiting gate; returns how many.
-    fn open_all(&self) -> usize {
+    pub(super) fn open_all(&self) -> usize {
         let opened: Vec<_> = self.gates.lock().unwrap().drain(..).collect();
         let n = opened.len();
         for (_, tx) in opened {

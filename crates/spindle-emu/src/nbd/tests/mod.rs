@@ -13,6 +13,7 @@ use super::proto::*;
 use super::*;
 
 mod io;
+mod limits;
 mod options;
 mod violations;
 
@@ -54,7 +55,11 @@ struct Running {
 
 impl Running {
     async fn tcp(exports: Exports) -> Running {
-        let server = Arc::new(Server::new(exports).expect("valid exports"));
+        Running::tcp_with(exports, Limits::default()).await
+    }
+
+    async fn tcp_with(exports: Exports, limits: Limits) -> Running {
+        let server = Arc::new(Server::with_limits(exports, limits).expect("valid exports"));
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
