@@ -1348,6 +1348,11 @@ impl Array {
                     new_ops.push(nid);
                 }
                 self.table.get_mut(&key).expect("entry").ops.extend(new_ops);
+                if self.failed_disk() == Some(disk) {
+                    // Acknowledged data on the failed disk alone (accepted work it is
+                    // draining): copied to the survivors at once, so the spare can come.
+                    self.promote(key);
+                }
             }
             Kind::Propagate | Kind::WriteAll
                 if op.version == e.version && e.acked == op.version =>

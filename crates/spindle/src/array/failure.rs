@@ -130,6 +130,12 @@ impl Failure {
 }
 
 impl Array {
+    /// The disk that has failed (from its failure on), if any.
+    pub(super) fn failed_disk(&self) -> Option<usize> {
+        let f = self.failure.as_ref()?;
+        f.clock.failed_at().map(|_| f.cfg.disk)
+    }
+
     /// The copies of `piece` lost with the failed disk (bits `m·Dr + k`), 0 for none.
     pub(super) fn lost_copies(&self, piece: &Piece) -> u64 {
         let Some(f) = self.failure.as_ref() else {
