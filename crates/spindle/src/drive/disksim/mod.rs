@@ -26,10 +26,10 @@
 
 mod cache;
 pub mod layout_g1;
-mod libparam;
+pub(crate) mod libparam;
 pub mod logorg;
 mod mech;
-mod seekfile;
+pub(crate) mod seekfile;
 
 use super::cache_spec::{CacheSpec, ExtraWriteDisconnect};
 use super::layout_spec::{LayoutSpec, LayoutZone, Mapping, Sparing};
