@@ -11,7 +11,9 @@
 # (trace heads, DiskSim models; SHARED=dir overrides). A crash, timeout or out-of-memory
 # input lands in fuzz/artifacts/TARGET/; to keep one as a regression input, copy it to
 # fuzz/regressions/TARGET/ (crates/*/tests/fuzz_corpus.rs replays those on stable) and add
-# a test with its bytes next to the fix. Prints executions and crashes per target; exits 1
+# a test with its bytes next to the fix. Targets are built optimised with debug assertions and
+# overflow checks on (as the release profile) and without a sanitizer (safe Rust; about 3x the
+# executions per second of AddressSanitizer). Prints executions and crashes per target; exits 1
 # if any target crashed.
 #
 # env: SHARED (default ../shared beside the checkout); FUZZ_NICE (default 10);
@@ -43,8 +45,8 @@ fi
 
 cd "$root"
 python3 "$root/scripts/fuzz_seeds.py" "$root" "$shared" "$root/fuzz/corpus"
-echo "fuzz.sh: building the fuzz targets (cargo +nightly fuzz build -O)" >&2
-if ! nice -n "$nice_n" cargo +nightly fuzz build -O >"$root/fuzz/build.log" 2>&1; then
+echo "fuzz.sh: building the fuzz targets (cargo +nightly fuzz build -O -a -s none)" >&2
+if ! nice -n "$nice_n" cargo +nightly fuzz build -O -a -s none >"$root/fuzz/build.log" 2>&1; then
   tail -30 "$root/fuzz/build.log" >&2
   exit 2
 fi
@@ -59,7 +61,7 @@ for t in "${targets[@]}"; do
   start=$(date +%s)
   echo "fuzz.sh: $t: ${limit[*]}" >&2
   # shellcheck disable=SC2086 # FUZZ_ARGS is a list of flags
-  if nice -n "$nice_n" cargo +nightly fuzz run -O "$t" "fuzz/corpus/$t" -- \
+  if nice -n "$nice_n" cargo +nightly fuzz run -O -a -s none "$t" "fuzz/corpus/$t" -- \
     "${limit[@]}" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 ${FUZZ_ARGS:-} \
     >"$logs/$t.log" 2>&1; then
     status=ok

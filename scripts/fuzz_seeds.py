@@ -87,8 +87,10 @@ def experiments(repo: Path, out: Path) -> None:
         if len(text) > 16 * 1024:
             continue
         put(out, "experiment_toml", text)
+        # The same on the target's tiny drive (through the --set path), which it checks.
+        put(out, "experiment_toml", text + b'\0drive.model="fuzz.toml"')
     put(out, "experiment_toml", b"\0workload.queue_depth=4\0array.disks=2")
-    put(out, "experiment_toml", b"[run]\nrequests = 100\n\0drive.model=\"hp97560\"")
+    put(out, "experiment_toml", b"[run]\nrequests = 100\n\0drive.model=\"fuzz.toml\"")
 
 
 def drives(repo: Path, out: Path) -> None:

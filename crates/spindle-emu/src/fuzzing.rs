@@ -83,7 +83,15 @@ fn session(input: Vec<u8>) {
             tokio::join!(send, drain, serve);
         });
     });
-    assert_eq!(disk.out_of_range(), 0, "the server called `disk` out of range");
+    assert_eq!(
+        disk.out_of_range(),
+        0,
+        "the server called `disk` out of range"
+    );
     assert_eq!(ro.out_of_range(), 0, "the server called `ro` out of range");
-    assert_eq!(server.stats().connections_open, 0, "the connection is still open");
+    assert_eq!(
+        server.stats().connections_open,
+        0,
+        "the connection is still open"
+    );
 }

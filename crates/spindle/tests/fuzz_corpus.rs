@@ -34,7 +34,10 @@ fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
 
 fn replay(target: &str, run: fn(&[u8])) {
     let all = inputs(target);
-    assert!(!all.is_empty(), "no seeds for {target} in fuzz/seeds/{target}");
+    assert!(
+        !all.is_empty(),
+        "no seeds for {target} in fuzz/seeds/{target}"
+    );
     for (path, bytes) in all {
         eprintln!("{target}: {}", path.display());
         run(&bytes);
@@ -85,5 +88,8 @@ fn cargo_fuzz_runs_each_target_briefly() {
         .arg(&seconds)
         .status()
         .expect("run scripts/fuzz.sh");
-    assert!(status.success(), "scripts/fuzz.sh {seconds} failed: {status}");
+    assert!(
+        status.success(),
+        "scripts/fuzz.sh {seconds} failed: {status}"
+    );
 }
