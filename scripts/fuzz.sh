@@ -16,6 +16,9 @@
 # executions per second of AddressSanitizer). Prints executions and crashes per target; exits 1
 # if any target crashed.
 #
+# The text-format targets get the dictionary fuzz/dicts/TARGET.dict, else fuzz/dicts/numbers.dict
+# (extreme numbers).
+#
 # env: SHARED (default ../shared beside the checkout); FUZZ_NICE (default 10);
 # FUZZ_ARGS extra libFuzzer flags (e.g. "-fork=1 -ignore_crashes=1" to go on past crashes).
 # Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`).
@@ -58,11 +61,16 @@ summary=()
 for t in "${targets[@]}"; do
   mkdir -p "fuzz/artifacts/$t"
   before=$(find "fuzz/artifacts/$t" -type f | wc -l)
+  dict=()
+  case $t in
+    nbd_*) ;;
+    *) if [ -f "fuzz/dicts/$t.dict" ]; then dict=(-dict="fuzz/dicts/$t.dict"); else dict=(-dict=fuzz/dicts/numbers.dict); fi ;;
+  esac
   start=$(date +%s)
-  echo "fuzz.sh: $t: ${limit[*]}" >&2
+  echo "fuzz.sh: $t: ${limit[*]} ${dict[*]}" >&2
   # shellcheck disable=SC2086 # FUZZ_ARGS is a list of flags
   if nice -n "$nice_n" cargo +nightly fuzz run -O -a -s none "$t" "fuzz/corpus/$t" -- \
-    "${limit[@]}" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 ${FUZZ_ARGS:-} \
+    "${limit[@]}" "${dict[@]}" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 ${FUZZ_ARGS:-} \
     >"$logs/$t.log" 2>&1; then
     status=ok
   else
