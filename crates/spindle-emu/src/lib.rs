@@ -14,6 +14,8 @@
 pub mod backing;
 pub mod driver;
 pub mod export;
+#[doc(hidden)]
+pub mod fuzzing;
 mod io;
 pub mod nbd;
 pub mod nvram;

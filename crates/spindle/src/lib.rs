@@ -11,6 +11,8 @@ pub mod config;
 pub mod drive;
 pub mod engine;
 pub mod ew;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod layout;
 pub mod metrics;
 pub mod raid5;

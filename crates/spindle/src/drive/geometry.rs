@@ -52,6 +52,9 @@ pub struct Geometry {
     g1: Option<Box<G1Layout>>,
 }
 
+/// Most cylinders a drive may have (the seek table has one entry per cylinder distance).
+pub const CYLINDERS_MAX: u32 = 16_000_000;
+
 impl Geometry {
     pub fn new(spec: &DriveSpec) -> Result<Geometry, DriveError> {
         let bad = |key: String, msg: String| DriveError::Invalid { key, msg };
@@ -60,10 +63,10 @@ impl Geometry {
         }
         // The seek table has one entry per cylinder distance: 16 M cylinders is 64 MiB, and
         // far beyond any drive (a 30 TB drive has under 1 M).
-        if spec.cylinders == 0 || spec.cylinders > 16_000_000 {
+        if spec.cylinders == 0 || spec.cylinders > CYLINDERS_MAX {
             return Err(bad(
                 "cylinders".into(),
-                format!("must be within 1..=16000000, got {}", spec.cylinders),
+                format!("must be within 1..={CYLINDERS_MAX}, got {}", spec.cylinders),
             ));
         }
         if spec.surfaces > 1_000 {

@@ -26,10 +26,10 @@
 
 mod cache;
 pub mod layout_g1;
-mod libparam;
+pub(crate) mod libparam;
 pub mod logorg;
 mod mech;
-mod seekfile;
+pub(crate) mod seekfile;
 
 use super::cache_spec::{CacheSpec, ExtraWriteDisconnect};
 use super::layout_spec::{LayoutSpec, LayoutZone, Mapping, Sparing};
@@ -818,6 +818,14 @@ impl<'a> Importer<'a> {
         r.common("dm_disk")?;
         let surfaces = r.u32("Number of data surfaces")?;
         let cylinders = r.u32("Number of cylinders")?;
+        // Checked here, before the seek table (one entry per cylinder distance) is built.
+        let max = crate::drive::geometry::CYLINDERS_MAX;
+        if cylinders == 0 || cylinders > max {
+            return Err(r.err(
+                "Number of cylinders",
+                format!("must be within 1..={max}, got {cylinders}"),
+            ));
+        }
         self.cite("surfaces", b, "Number of data surfaces", surfaces, "");
         self.cite("cylinders", b, "Number of cylinders", cylinders, "");
         let declared = r.get("Block count").map(|p| p.value.show());

@@ -1128,3 +1128,28 @@ fn sectors_moved_by_is_the_longest_prefix_done_on_the_six_drives() {
         crate::drive::mech::check_sectors_moved_by(&d, i as u64);
     }
 }
+
+/// Found by fuzzing (`fuzz/regressions/disksim_import/cylinders_u32_max`): 2^32 − 1 cylinders
+/// made the HPL seek table a 64 GiB allocation, aborting the process.
+#[test]
+fn too_many_cylinders_is_an_error_before_the_seek_table() {
+    expect_err(
+        PARV,
+        DISKSPECS,
+        &MODEL.replace(
+            "Number of cylinders = 20",
+            "Number of cylinders = 4294967295",
+        ),
+        "dir/d.model",
+        "dm_disk DM",
+        "Number of cylinders",
+    );
+    expect_err(
+        PARV,
+        DISKSPECS,
+        &MODEL.replace("Number of cylinders = 20", "Number of cylinders = 0"),
+        "dir/d.model",
+        "dm_disk DM",
+        "Number of cylinders",
+    );
+}
