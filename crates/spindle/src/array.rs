@@ -1161,13 +1161,7 @@ impl Array {
                 lba: runs_slice[0].lba,
                 sectors: runs_slice[0].sectors,
             };
-            let svc = d.ctl.serve(&self.drive, now, xfer, rng);
-            let head = d.ctl.head();
-            Access {
-                end_cylinder: head.cylinder,
-                end_head: head.head,
-                ..svc.access
-            }
+            d.ctl.serve_access(&self.drive, now, xfer, rng)
         } else {
             self.drive
                 .access_runs(now, &d.head, r.op, runs_slice, pick.via_cylinder, rng)

@@ -248,6 +248,23 @@ impl Controller {
         svc
     }
 
+    /// [`Controller::serve`] as the [`Access`] a disk reports: the arm ends where the
+    /// controller leaves it (after any read-ahead or destage it committed to).
+    pub fn serve_access<R: Rng>(
+        &mut self,
+        drive: &Drive,
+        now: Nanos,
+        x: Transfer,
+        rng: Option<&mut R>,
+    ) -> Access {
+        let svc = self.serve(drive, now, x, rng);
+        Access {
+            end_cylinder: self.head.cylinder,
+            end_head: self.head.head,
+            ..svc.access
+        }
+    }
+
     fn read_hits_on_write_data(&self) -> bool {
         self.params
             .as_ref()

@@ -779,13 +779,7 @@ impl Raid5Array {
                 lba: runs[0].lba,
                 sectors: runs[0].sectors,
             };
-            let svc = d.ctl.serve(&self.drive, now, xfer, rng);
-            let head = d.ctl.head();
-            Access {
-                end_cylinder: head.cylinder,
-                end_head: head.head,
-                ..svc.access
-            }
+            d.ctl.serve_access(&self.drive, now, xfer, rng)
         } else {
             self.drive.access_runs(now, &d.head, op, &runs, None, rng)
         };
