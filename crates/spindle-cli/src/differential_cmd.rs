@@ -14,7 +14,7 @@ use serde::Serialize;
 use spindle::drive::{disksim::import_parv, Drive};
 use spindle::validate::differential::{
     self, by_region, compare, parse_reqlog, random_model, random_trace, Agreement, ModelResult,
-    Profile,
+    OracleRequest, Profile,
 };
 use spindle::validate::{self, ValidateReader};
 use std::fmt::Write as _;
@@ -127,7 +127,27 @@ fn run_model(
     )
     .map_err(|e| anyhow!("{}: {e}", m.name))?;
     let result = compare(&m.name, &ours, &oracle_reqs).map_err(|e| anyhow!(e))?;
+    std::fs::write(dir.join("requests.csv"), requests_csv(&ours, &oracle_reqs))?;
     Ok(Outcome::Compared(result, m.facets))
+}
+
+/// Request by request, both simulators' service times (kept with `--keep` for tracing a
+/// disagreement to its first request).
+fn requests_csv(ours: &[(bool, u64)], oracle: &[OracleRequest]) -> String {
+    let mut s = String::from("request,op,blkno,sectors,spindle_ms,disksim_ms,diff_us\n");
+    for (i, (&(_, ns), d)) in ours.iter().zip(oracle).enumerate() {
+        let ms = ns as f64 / 1e6;
+        let _ = writeln!(
+            s,
+            "{i},{},{},{},{ms:.6},{:.6},{:.3}",
+            if d.write { 'W' } else { 'R' },
+            d.blkno,
+            d.sectors,
+            d.access_ms,
+            (ms - d.access_ms) * 1e3
+        );
+    }
+    s
 }
 
 enum Outcome {

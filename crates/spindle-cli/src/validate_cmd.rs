@@ -67,7 +67,8 @@ pub struct ValidateArgs {
     /// `mechanics` only the layout, mechanics and interface (buffer off, overheads zero).
     #[arg(long, value_enum, default_value_t = ProfileArg::Full, requires = "against_disksim")]
     profile: ProfileArg,
-    /// With --against-disksim: keep every model's files (parv, seek, trace) in this folder.
+    /// With --against-disksim: keep every model's files (parv, seek, trace, and requests.csv:
+    /// both service times request by request) in this folder.
     #[arg(long, value_name = "DIR", requires = "against_disksim")]
     keep: Option<PathBuf>,
 }
