@@ -712,9 +712,13 @@ impl Controller {
             // offset, slips): never before LBA 0.
             seg_start = x.lba.saturating_sub(passed.min(on_track));
         }
+        // Without caching the segment is empty once the read is done (DiskSim
+        // `disk_release_hda`: BUFFER_EMPTY unless "Enable caching in buffer"), so a later
+        // write prefers it to the previous write's segment like any other empty one.
+        let seg_end = if c.enable_caching > 0 { x.lba + n } else { seg_start };
         self.segments[seg] = Segment {
             start: seg_start,
-            end: x.lba + n,
+            end: seg_end,
             used: self.clock,
             write_end: None,
             dirty: false,
