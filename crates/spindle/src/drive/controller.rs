@@ -1033,7 +1033,9 @@ impl Controller {
         if fast {
             self.destage_end = media_end;
         }
-        let keep = c.read_hits_on_write_data;
+        // Written data stays cached only with caching on (DiskSim `disk_release_hda`:
+        // clean = enablecache && readhitsonwritedata, else BUFFER_EMPTY).
+        let keep = c.read_hits_on_write_data && c.enable_caching > 0;
         let s = &mut self.segments[seg];
         s.write_end = Some(x.lba + n);
         if s.dirty && s.end == x.lba {
