@@ -476,7 +476,7 @@ impl Controller {
             .as_ref()
             .is_some_and(|ra| Some(ra.segment) != first.map(|f| f.0));
         let ra_busy = if hit && !c.never_disconnect && other {
-            self.read_ahead_unstoppable_until(drive, now)
+            self.read_ahead_unstoppable_until(drive, c, now)
         } else {
             None
         };
@@ -613,7 +613,7 @@ impl Controller {
         // Miss: the mechanism is needed.
         let t = now + overhead;
         let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
-        let stop = self.read_ahead_unstoppable_until(drive, t).unwrap_or(t);
+        let stop = self.read_ahead_unstoppable_until(drive, c, t).unwrap_or(t);
         self.stop_read_ahead(drive, stop);
         let start = t.max(self.mech_free);
         // Write-back data is destaged first, or was before the miss arrived: its segment is
@@ -755,11 +755,31 @@ impl Controller {
     /// (`disk_buffer_stopable_access`) does not stop a read-ahead for another request
     /// before it has read the minimum read-ahead; it goes on to that point and then hands
     /// the mechanism over (`disk_buffer_request_complete`, `disk_check_prefetch_swap`).
-    fn read_ahead_unstoppable_until(&self, drive: &Drive, t: Nanos) -> Option<Nanos> {
-        let ra = self.read_ahead.as_ref()?;
-        let point = ra.min_until.min(ra.until);
+    /// A request arriving while the read-ahead is still running short of a minimum that
+    /// lies past its goal raises the goal to the minimum (`disk_buffer_stopable_access`:
+    /// `maxreadaheadblkno = minreadaheadblkno`) — where the goal is a maximum (modes 3 and
+    /// 4); modes 1 and 2 stop at the track or cylinder end whatever the maximum
+    /// (`disk_initiate_seek`).
+    fn read_ahead_unstoppable_until(
+        &mut self,
+        drive: &Drive,
+        c: &CacheSpec,
+        t: Nanos,
+    ) -> Option<Nanos> {
+        let ra = self.read_ahead.as_mut()?;
+        let point = if matches!(c.continuous_read, 1 | 2) {
+            ra.min_until.min(ra.until)
+        } else {
+            ra.min_until
+        };
         if point <= ra.from {
             return None;
+        }
+        if point > ra.until {
+            if ra.first(drive, ra.until - ra.from).end <= t {
+                return None;
+            }
+            ra.until = point;
         }
         let end = ra.first(drive, point - ra.from).end;
         (end > t).then_some(end)
@@ -908,7 +928,7 @@ impl Controller {
         let unstoppable = if c.never_disconnect {
             None
         } else {
-            self.read_ahead_unstoppable_until(drive, now)
+            self.read_ahead_unstoppable_until(drive, c, now)
         };
         // The segment a read-ahead is still filling when the write takes its segment keeps
         // what it reads even where the write overlaps it: DiskSim (`disk_buffer_set_segment`)
