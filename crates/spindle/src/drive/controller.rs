@@ -884,6 +884,7 @@ impl Controller {
         // sequential writes (`disk_buffer_check_write_segments`).
         let appends =
             c.combine_seq_writes && self.segments.iter().any(|s| s.dirty && s.end == x.lba);
+        let destaging = self.destage_end > now;
         // DiskSim 4.0 completes every write from the buffer at level 1 as at level 2
         // (`disk_reconnection_or_transfer_complete` tests only NO_FASTWRITE); "limited"
         // only ranks appending writes in the disk's own queue, which a drive serving one
@@ -995,6 +996,44 @@ impl Controller {
             None => t,
         };
         let mut start = seek_from.max(self.mech_free);
+        // Sector k goes to the media when it comes under the head and must be in the buffer
+        // by then (DiskSim `disk_buffer_block_available` at the sector's start); a drive with
+        // the extra write disconnect starts writing only once min(request, 10) sectors are
+        // buffered, 15 for requests of 45 or more (`extra_write_disconnect`).
+        let q = match c.extra_write_disconnect {
+            Some(_) if n < 45 => n.min(10),
+            Some(_) => 15,
+            None => 1,
+        };
+        // An append taken while the destage runs: the destage goes on through what its
+        // segment holds (DiskSim `disk_buffer_request_complete`: a background write is done
+        // when `inblkno` reaches the segment's end), writing the appended sectors that are
+        // buffered when they come under the head, with no positioning of its own, until it
+        // catches up with the data. The appending write's own media progress never moved,
+        // so it then writes all its sectors again in an access of its own
+        // (`disk_find_new_seg_owner`, `disk_initiate_seek`).
+        if fast && appends && destaging && seek_from <= self.mech_free {
+            let mut passing = Vec::with_capacity(x.sectors as usize);
+            let d = drive.access_with_sector_times(
+                self.mech_free,
+                &self.head,
+                x,
+                None::<&mut R>,
+                &mut passing,
+            );
+            let written = passing
+                .iter()
+                .enumerate()
+                .take_while(|&(k, t)| {
+                    bus_start + p.bus_sector_write * (k as u64 + 1).max(q) <= t.0
+                })
+                .count();
+            if written > 0 {
+                start = passing[written - 1].1;
+                self.head.cylinder = d.end_cylinder;
+                self.head.head = d.end_head;
+            }
+        }
         // "Minimum seek delay" is a floor on the write's positioning time, not a wait
         // before it (DiskSim `disk_initiate_seek`: `if (seektime < mintime) seg->time +=
         // mintime - seektime`).
@@ -1007,15 +1046,6 @@ impl Controller {
         let a = drive.access_with_sector_times(start, &self.head, x, rng, &mut times);
         // (Zero-latency writes start at the first sector too: see `read`.)
         let landed = start + a.overhead + a.seek;
-        // Sector k goes to the media when it comes under the head and must be in the buffer
-        // by then (DiskSim `disk_buffer_block_available` at the sector's start); a drive with
-        // the extra write disconnect starts writing only once min(request, 10) sectors are
-        // buffered, 15 for requests of 45 or more (`extra_write_disconnect`).
-        let q = match c.extra_write_disconnect {
-            Some(_) if n < 45 => n.min(10),
-            Some(_) => 15,
-            None => 1,
-        };
         let seg_size = u64::from(c.segment_sectors).max(1);
         let (data_in, media_end) = if n <= seg_size {
             let ready = |k: u64| bus_start + p.bus_sector_write * (k + 1).max(q);
