@@ -279,11 +279,13 @@ impl Controller {
     fn ready_at(&self, drive: &Drive, now: Nanos, lba: u64) -> Option<(usize, Nanos)> {
         if let Some(ra) = &self.read_ahead {
             let s = &self.segments[ra.segment];
-            // The segment is circular: sectors the read-ahead has pushed out are gone.
-            if lba >= s.start && lba < ra.from && lba >= self.wrap_start(drive, ra, now) {
+            // The segment is circular: sectors the read-ahead has pushed out are gone,
+            // its own first ones too once it has read a segment past them.
+            let wrap = self.wrap_start(drive, ra, now);
+            if lba >= s.start && lba < ra.from && lba >= wrap {
                 return Some((ra.segment, Nanos::ZERO));
             }
-            if lba >= ra.from && lba < ra.until {
+            if lba >= ra.from && lba < ra.until && lba >= wrap {
                 return Some((ra.segment, ra.first(drive, lba - ra.from + 1).end));
             }
         }
