@@ -569,8 +569,56 @@ impl Controller {
                 lba += 1;
             }
             let covered = ready.len() as u32;
-            let mut end = self.interface(p, begin, ready.into_iter());
-            if covered < x.sectors {
+            let fed = self.read_ahead.as_ref().is_some_and(|ra| ra.segment == seg);
+            let partial = covered < x.sectors && !fed && x.sectors <= c.segment_sectors;
+            let mut end = if partial {
+                Nanos::ZERO
+            } else {
+                self.interface(p, begin, ready.into_iter())
+            };
+            if partial {
+                // A partial hit on cached data: the rest is read once the read-miss command
+                // overhead is done and the mechanism is free (`disk_read_arrive`). The
+                // cached part goes at once only with "Immed transfer partial hit", or when
+                // it reaches the high water mark, and only if the mechanism is not held
+                // by a destage or a read-ahead short of its minimum; otherwise the drive
+                // disconnects and reconnects at the water mark like a miss.
+                let rest = Transfer {
+                    op: Op::Read,
+                    lba,
+                    sectors: x.sectors - covered,
+                };
+                let miss = self.read_miss_overhead(p);
+                let t = (now + miss)
+                    .max(self.mech_free)
+                    .max(ra_busy.unwrap_or(now));
+                self.stop_read_ahead(drive, t);
+                let mut times = Vec::with_capacity(x.sectors as usize);
+                times.resize(covered as usize, (now, now));
+                let a = drive.access_with_sector_times(t, &self.head, rest, rng, &mut times);
+                let n = u64::from(x.sectors);
+                let k0 = Self::high_water_mark(c, n).clamp(1, n);
+                let disconnect = if self.after_read() {
+                    p.t.read_disconnect_after_read
+                } else {
+                    p.t.read_disconnect_after_write
+                };
+                let reselect = p.t.first_reselect + p.t.data_preparation;
+                let held = ra_busy.is_some() || self.destage_end > now;
+                let enough = c.never_disconnect
+                    || (!held && (c.immediate_transfer_partial_hit || u64::from(covered) >= k0));
+                let connected = if enough {
+                    begin
+                } else {
+                    overhead = miss;
+                    times[k0 as usize - 1].1.max(now + miss + disconnect) + reselect
+                };
+                end = self.read_interface(p, connected, &times, k0, (disconnect, reselect));
+                self.head.cylinder = a.end_cylinder;
+                self.head.head = a.end_head;
+                self.mech_free = a.end;
+                self.segments[seg].end = self.segments[seg].end.max(rest.lba + u64::from(rest.sectors));
+            } else if covered < x.sectors {
                 let rest = Transfer {
                     op: Op::Read,
                     lba,
@@ -646,16 +694,7 @@ impl Controller {
         // (DiskSim `disk_check_bus`: `overhead_reselect_first` + `overhead_data_prep` when
         // data is to move).
         let reselect = p.t.first_reselect + p.t.data_preparation;
-        // The drive reconnects once the high water mark of data is buffered, or the whole
-        // request. DiskSim (`disk_buffer_set_segment`): by request size the mark is
-        // max(1, ⌊min(segment, request) · mark⌋) sectors (truncated); by segment it is
-        // ⌈segment · mark⌉.
-        let mark = if c.watermark_by_request {
-            ((c.high_water_mark * u64::from(c.segment_sectors).min(n) as f64) as u64).max(1)
-        } else {
-            (c.high_water_mark * f64::from(c.segment_sectors)).ceil() as u64
-        };
-        let k0 = mark.clamp(1, n);
+        let k0 = Self::high_water_mark(c, n).clamp(1, n);
         // A drive that never disconnects holds the bus from the command on: each sector
         // crosses as soon as it is buffered, with no water mark and no reselection (DiskSim
         // `disk_read_arrive`: READY_TO_TRANSFER after the command overhead and the data
@@ -789,6 +828,18 @@ impl Controller {
 
     /// The read-miss command overhead, after a read or after a write. DiskSim also holds a
     /// read hit's mechanical activity (resuming the read-ahead) for it (`disk_read_arrive`).
+    /// The drive reconnects once the high water mark of data is buffered, or the whole
+    /// request. DiskSim (`disk_buffer_set_segment`, `disk_read_arrive`): by request size
+    /// the mark is max(1, ⌊min(segment, request) · mark⌋) sectors (truncated); by segment
+    /// it is ⌈segment · mark⌉.
+    fn high_water_mark(c: &CacheSpec, n: u64) -> u64 {
+        if c.watermark_by_request {
+            ((c.high_water_mark * u64::from(c.segment_sectors).min(n) as f64) as u64).max(1)
+        } else {
+            (c.high_water_mark * f64::from(c.segment_sectors)).ceil() as u64
+        }
+    }
+
     fn read_miss_overhead(&self, p: &Params) -> Span {
         if self.after_read() {
             p.t.read_miss_after_read
