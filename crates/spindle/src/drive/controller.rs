@@ -571,10 +571,22 @@ impl Controller {
             let covered = ready.len() as u32;
             let fed = self.read_ahead.as_ref().is_some_and(|ra| ra.segment == seg);
             let partial = covered < x.sectors && !fed && x.sectors <= c.segment_sectors;
+            // Sectors still on their way from the read-ahead cross as they come, the drive
+            // letting go of the bus when it has sent all that is buffered and reconnecting
+            // at the water mark, as for a miss (`disk_reconnection_or_transfer_complete`).
             let mut end = if partial {
                 Nanos::ZERO
             } else {
-                self.interface(p, begin, ready.into_iter())
+                let n = u64::from(covered).max(1);
+                let k0 = Self::high_water_mark(c, u64::from(x.sectors)).clamp(1, n);
+                let disconnect = if self.after_read() {
+                    p.t.read_disconnect_after_read
+                } else {
+                    p.t.read_disconnect_after_write
+                };
+                let reselect = p.t.first_reselect + p.t.data_preparation;
+                let ready: Vec<(Nanos, Nanos)> = ready.into_iter().map(|t| (t, t)).collect();
+                self.read_interface(p, begin, &ready, k0, (disconnect, reselect))
             };
             if partial {
                 // A partial hit on cached data: the rest is read once the read-miss command
