@@ -682,15 +682,7 @@ impl Controller {
         // then clean with read hits on write data, else empty, and a new read prefers an
         // empty segment to a clean one (DiskSim `disk_release_hda`,
         // `disk_buffer_select_read_segment`).
-        {
-            let keep = c.read_hits_on_write_data;
-            for s in &mut self.segments {
-                if s.dirty && !keep {
-                    s.end = s.start;
-                }
-                s.dirty = false;
-            }
-        }
+        self.destaged(c);
         // When each requested sector is in the buffer, in LBA order.
         let mut times = Vec::with_capacity(x.sectors as usize);
         let a = drive.access_with_sector_times(start, &self.head, x, rng, &mut times);
@@ -852,6 +844,17 @@ impl Controller {
         }
     }
 
+    /// The write-back data is on the media: its segments are clean with read hits on write
+    /// data, else empty (DiskSim `disk_release_hda`).
+    fn destaged(&mut self, c: &CacheSpec) {
+        for s in &mut self.segments {
+            if s.dirty && !c.read_hits_on_write_data {
+                s.end = s.start;
+            }
+            s.dirty = false;
+        }
+    }
+
     fn read_miss_overhead(&self, p: &Params) -> Span {
         if self.after_read() {
             p.t.read_miss_after_read
@@ -945,6 +948,11 @@ impl Controller {
     ) -> Service {
         let c = &p.spec;
         let n = u64::from(x.sectors);
+        // A destage done before the write arrived left its segment clean (or empty), no
+        // longer one to append to or to avoid (DiskSim `disk_release_hda`).
+        if self.destage_end <= now {
+            self.destaged(c);
+        }
         // An append continues dirty data; DiskSim recognises appends only when it combines
         // sequential writes (`disk_buffer_check_write_segments`).
         let appends =
