@@ -981,8 +981,20 @@ impl Controller {
             Some(i) if c.combine_seq_writes => i,
             _ => self.take_segment(p, Op::Write, (x.lba, x.lba + n), reading),
         };
-        let follows_write =
-            Some(seg) == mru && self.segments[seg].write_end.is_some_and(|e| e != x.lba);
+        // A write that finds every write segment dirty gets no segment when it arrives
+        // (`disk_buffer_select_write_segment`: an empty or clean segment only while
+        // `numdirty < numwritesegs`), and only that first selection may flag the extra
+        // disconnect; the segment it is given after the destage never does.
+        let dirty = self.segments.iter().filter(|s| s.dirty).count();
+        let write_segments = if c.separate_write_segment {
+            1
+        } else {
+            c.write_segments.max(1) as usize
+        };
+        let segmentless = destaging && !appends && dirty >= write_segments;
+        let follows_write = !segmentless
+            && Some(seg) == mru
+            && self.segments[seg].write_end.is_some_and(|e| e != x.lba);
         let extra = c
             .extra_write_disconnect
             .as_ref()
