@@ -630,6 +630,8 @@ impl Controller {
                 self.head.head = a.end_head;
                 self.mech_free = a.end;
                 self.segments[seg].end = self.segments[seg].end.max(rest.lba + u64::from(rest.sectors));
+                // The media access goes on into the read-ahead, as after a miss.
+                self.start_read_ahead(drive, p, seg, x_end, a.end);
             } else if covered < x.sectors {
                 let rest = Transfer {
                     op: Op::Read,
