@@ -654,6 +654,8 @@ impl Controller {
                 self.head.head = a.end_head;
                 self.mech_free = a.end;
                 self.segments[seg].end = self.segments[seg].end.max(rest.lba + n);
+                // The media access goes on into the read-ahead, as after a miss.
+                self.start_read_ahead(drive, p, seg, x_end, a.end);
             }
             // The segment is a circular buffer: sectors before the ones just sent to the host
             // are the first to be overwritten, and are no longer counted on.
