@@ -638,7 +638,21 @@ impl Controller {
                     lba,
                     sectors: x.sectors - covered,
                 };
-                let t = end.max(self.mech_free);
+                // The read-ahead bringing in the first part reads on into the rest without
+                // stopping (the hit raises its goal past the request,
+                // `disk_buffer_attempt_seg_ownership`); an idle mechanism reads the rest
+                // once the read-miss command overhead is done (`disk_read_arrive`), while
+                // the cached part crosses the interface.
+                let t = match self
+                    .read_ahead
+                    .as_ref()
+                    .filter(|ra| ra.segment == seg)
+                    .map(|ra| ra.first(drive, ra.until - ra.from).end)
+                {
+                    Some(e) if e > now => e,
+                    _ => now + self.read_miss_overhead(p),
+                }
+                .max(self.mech_free);
                 self.stop_read_ahead(drive, t);
                 let mut times = Vec::with_capacity(rest.sectors as usize);
                 let a = drive.access_with_sector_times(
@@ -880,10 +894,7 @@ impl Controller {
         if c.continuous_read == 0 || c.enable_caching == 0 || from >= drive.capacity_sectors() {
             return;
         }
-        let chs = drive.locate(from).chs;
         let geo = drive.geometry();
-        let spt = u64::from(geo.sectors_per_track(chs.cylinder));
-        let to_track_end = spt - u64::from(chs.sector).min(spt);
         // A hit on data the read-ahead is still bringing in can leave the start past the
         // recorded end (the rest is counted by the read-ahead): no data yet, not negative.
         let seg_len = self.segments[seg]
@@ -906,17 +917,17 @@ impl Controller {
         };
         let mut n = match c.continuous_read {
             // Modes 1 and 2 stop where a background read would need a head switch or a seek
-            // (mode 1) or a seek (mode 2) (DiskSim `disk_initiate_seek`).
-            1 => to_track_end.min(goal),
-            2 => (to_track_end
-                + spt * u64::from(geo.surfaces() - 1 - chs.head.min(geo.surfaces() - 1)))
-            .min(goal),
+            // (mode 1) or a seek (mode 2) (DiskSim `disk_initiate_seek`): counted in LBNs,
+            // so spare and slipped sectors at the end of a track are not read into.
+            1 => lbns_before_switch(drive, from, goal, false),
+            2 => lbns_before_switch(drive, from, goal, true),
             3 => goal,
             // DiskSim `disk_buffer_get_max_readahead`, BUFFER_DEC_PREFETCH_SCHEME: to the
             // end of the track holding the first sector after the request, and one track
             // further when the segment holds data from before that track (a sequential
             // stream).
             _ => {
+                let spt = u64::from(geo.sectors_per_track(drive.locate(from).chs.cylinder));
                 let lbns_to_end = u64::from(geo.run_on_track(from));
                 let seg_start = self.segments[seg].start.min(from);
                 if track_of(drive, seg_start) != track_of(drive, from) {
@@ -1242,6 +1253,23 @@ impl Controller {
         };
         Service { access, hit: fast }
     }
+}
+
+/// How many of `goal` LBNs from `from` on lie before the next head switch (or, with
+/// `cylinder`, before the next seek).
+fn lbns_before_switch(drive: &Drive, from: u64, goal: u64, cylinder: bool) -> u64 {
+    let cyl = drive.locate(from).chs.cylinder;
+    let mut n = 0;
+    while n < goal && from + n < drive.capacity_sectors() {
+        if drive.locate(from + n).chs.cylinder != cyl {
+            break;
+        }
+        n += super::sector_loop::track_extent(drive, from + n, goal - n).1;
+        if !cylinder {
+            break;
+        }
+    }
+    n.min(goal)
 }
 
 /// The global track number (cylinder · surfaces + head) holding `lba`.

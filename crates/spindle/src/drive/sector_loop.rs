@@ -9,7 +9,7 @@ use crate::{Nanos, Op, Span};
 
 /// The first sector of `left` (≥ 1) from `lba` on, and how many of them lie on its track
 /// (runs split by slips stay together).
-fn track_extent(drive: &Drive, lba: u64, left: u64) -> (super::Target, u64) {
+pub(super) fn track_extent(drive: &Drive, lba: u64, left: u64) -> (super::Target, u64) {
     let target = drive.locate(lba);
     let track = (target.chs.cylinder, target.chs.head);
     let mut len = 0;
