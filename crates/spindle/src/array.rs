@@ -274,6 +274,8 @@ pub struct Array {
     writes: WritePolicy,
     nvram_entries: usize,
     pieces: Vec<Piece>,
+    /// The replicas of the piece located last (see [`Array::replica_at`]).
+    located: std::cell::RefCell<Located>,
     /// Data moves not yet polled; `None` while no driver wants them.
     data_moves: Option<VecDeque<DataMove>>,
     /// The table's NVRAM image (with data moves on, when a piece has several copies).
@@ -346,6 +348,14 @@ impl Array {
             })
             .collect();
         let n = layout.disks();
+        let drive_origin = Target {
+            chs: crate::drive::Chs {
+                cylinder: 0,
+                head: 0,
+                sector: 0,
+            },
+            angle_ns: 0,
+        };
         let failure = cfg
             .failure
             .as_ref()
@@ -374,6 +384,15 @@ impl Array {
             writes: cfg.writes,
             nvram_entries: cfg.nvram_entries,
             pieces: Vec::with_capacity(8),
+            located: std::cell::RefCell::new(Located {
+                piece: Piece {
+                    column: 0,
+                    offset: 0,
+                    sectors: 0,
+                },
+                done: 0,
+                at: [(0, drive_origin); MAX_REPLICAS],
+            }),
             data_moves: None,
             nvram: None,
             failure,
@@ -726,7 +745,6 @@ impl Array {
         let op = &self.ops[id];
         let m = disk - self.layout.disks_of(op.piece.column).start;
         let mask = self.replica_mask(op.copies, m);
-        let band = self.layout.band();
         let mut list: Vec<(u8, Target)> = if self.layout.replicas() > 1 {
             Vec::with_capacity(mask.count_ones() as usize)
         } else {
@@ -737,8 +755,7 @@ impl Array {
             if mask & (1 << k) == 0 {
                 continue;
             }
-            let lba = band.replica(op.piece.offset, op.piece.sectors, k).first.lba;
-            let t = self.drive.locate(lba);
+            let (lba, t) = self.replica_at(&op.piece, k);
             first.get_or_insert((lba, t));
             if self.layout.replicas() > 1 {
                 list.push((k as u8, t));
@@ -764,6 +781,24 @@ impl Array {
             queued_at: op.queued_at,
             seq: op.seq,
         }
+    }
+
+    /// The first sector of replica `k` of `piece`, located. The same on every disk of the
+    /// mirror set, so remembered for the last piece asked: an operation's queue entries at
+    /// each holder, and the propagations of a write to each mirror, locate it once.
+    fn replica_at(&self, piece: &Piece, k: u32) -> (u64, Target) {
+        let mut l = self.located.borrow_mut();
+        if l.piece != *piece {
+            l.piece = *piece;
+            l.done = 0;
+        }
+        if l.done & (1 << k) == 0 {
+            let band = self.layout.band();
+            let lba = band.replica(piece.offset, piece.sectors, k).first.lba;
+            l.at[k as usize] = (lba, self.drive.locate(lba));
+            l.done |= 1 << k;
+        }
+        l.at[k as usize]
     }
 
     fn accept_write(&mut self, now: Nanos, slot: usize, piece: Piece) {
@@ -1374,6 +1409,13 @@ impl Array {
             self.out.push(Action::Complete(c));
         }
     }
+}
+
+/// Replicas of one piece, located: bit k of `done` says `at[k]` holds replica k.
+struct Located {
+    piece: Piece,
+    done: u8,
+    at: [(u64, Target); MAX_REPLICAS],
 }
 
 /// The set bits of `mask`, lowest first.
