@@ -33,6 +33,7 @@
 mod coverage;
 mod failure;
 mod nvram;
+mod piece_index;
 mod table;
 
 use coverage::Coverage;
@@ -450,7 +451,7 @@ impl Array {
             }
         }
         if self.writes == WritePolicy::Delayed {
-            b.nvram_entries = self.table.iter().filter(|(_, e)| e.acked != 0).count() as u64;
+            b.nvram_entries = self.table.entries().filter(|e| e.acked != 0).count() as u64;
         }
         b
     }
@@ -607,7 +608,6 @@ impl Array {
         self.seq += 1;
         let slot = self.host.admit(req, now, self.seq);
         for &piece in &pieces {
-            self.table.note_piece(piece.sectors);
             match req.op {
                 Op::Read => self.accept_read(now, slot, piece),
                 Op::Write => self.accept_write(now, slot, piece),

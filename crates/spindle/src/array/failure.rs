@@ -228,8 +228,8 @@ impl Array {
         let column = f.column;
         if self
             .table
-            .iter()
-            .any(|(_, e)| e.key.0 == column && e.acked != 0 && e.fresh & !only_here == 0)
+            .entries()
+            .any(|e| e.key.0 == column && e.acked != 0 && e.fresh & !only_here == 0)
         {
             return;
         }

@@ -2,14 +2,14 @@
 //! with foreground writes): one entry per piece.
 //!
 //! Entries live in a slab and keep their index (an [`EntryId`]) for life, so the operations
-//! serving an entry and the creation-order queue reach it without a search; an ordered
-//! index by piece serves the overlap searches (in piece order, which decides the order
-//! entries are promoted in), behind a per-granule filter that mostly answers "none".
+//! serving an entry and the creation-order queue reach it without a search; a
+//! [`PieceIndex`] serves the overlap searches, whose answers come in piece order (the order
+//! entries are promoted in).
 
-use super::coverage::Coverage;
+use super::piece_index::PieceIndex;
 use crate::engine::Slab;
-use crate::layout::{Layout, Piece};
-use std::collections::{BTreeMap, VecDeque};
+use crate::layout::Layout;
+use std::collections::VecDeque;
 
 /// A piece: (column, offset, sectors).
 pub(super) type Key = (u32, u64, u32);
@@ -38,16 +38,11 @@ pub(super) struct Entry {
 
 pub(super) struct Table {
     entries: Slab<Entry>,
-    by_key: BTreeMap<Key, EntryId>,
-    /// Which granules of the data the entries touch: a read or write touching none
-    /// overlaps no entry, without a search.
-    cover: Coverage,
+    index: PieceIndex,
     /// Entries in creation order, for the NVRAM limit: (id, key, `created`). An entry that
     /// has gone leaves its element behind, skipped when reached: (key, `created`) names
     /// one entry ever, so a reused id is told apart.
     order: VecDeque<(EntryId, Key, u64)>,
-    /// The longest piece seen (bounds how far before an offset an overlapping entry starts).
-    longest_piece: u32,
 }
 
 impl Table {
@@ -55,34 +50,26 @@ impl Table {
     pub fn new(layout: &Layout, used: bool) -> Table {
         Table {
             entries: Slab::with_capacity(if used { 1024 } else { 0 }),
-            by_key: BTreeMap::new(),
-            cover: Coverage::new(layout, used),
+            index: PieceIndex::new(layout, used),
             order: VecDeque::new(),
-            longest_piece: 1,
         }
     }
 
     pub fn len(&self) -> usize {
-        self.by_key.len()
+        self.entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_key.is_empty()
-    }
-
-    /// A piece of this many sectors may have an entry.
-    pub fn note_piece(&mut self, sectors: u32) {
-        self.longest_piece = self.longest_piece.max(sectors);
+        self.entries.is_empty()
     }
 
     /// Adds entry `e` (no entry holds its piece); `ordered`: it counts against the NVRAM
     /// limit, in creation order.
     pub fn insert(&mut self, e: Entry, ordered: bool) -> EntryId {
         let (key, created) = (e.key, e.created);
-        self.cover.add(&piece_of(key));
+        debug_assert!(self.find(key).is_none(), "one entry per piece");
         let id = self.entries.insert(e);
-        let before = self.by_key.insert(key, id);
-        debug_assert!(before.is_none(), "one entry per piece");
+        self.index.insert(key, id);
         if ordered {
             self.order.push_back((id, key, created));
         }
@@ -91,40 +78,36 @@ impl Table {
 
     pub fn remove(&mut self, id: EntryId) -> Entry {
         let e = self.entries.remove(id);
-        self.by_key.remove(&e.key);
-        self.cover.remove(&piece_of(e.key));
+        self.index.remove(e.key, id);
         e
     }
 
     /// The entry of exactly this piece.
     pub fn find(&self, key: Key) -> Option<EntryId> {
-        if !self.cover.any(key.0, key.1, key.2) {
+        if self.is_empty() {
             return None;
         }
-        self.by_key.get(&key).copied()
+        self.index.find(key)
     }
 
     /// The entries overlapping `len` sectors at `offset` of `column`, in piece order.
     pub fn overlapping(&self, column: u32, offset: u64, len: u32) -> Vec<EntryId> {
-        if self.by_key.is_empty() || !self.cover.any(column, offset, len) {
+        if self.is_empty() || !self.index.any(column, offset, len) {
             return Vec::new();
         }
-        let lo = (
-            column,
-            offset.saturating_sub(u64::from(self.longest_piece)),
-            0,
-        );
-        let end = offset + u64::from(len);
-        self.by_key
-            .range(lo..(column, end, 0))
-            .filter(|(k, _)| k.1 + u64::from(k.2) > offset)
-            .map(|(_, &id)| id)
-            .collect()
+        self.index.overlapping(column, offset, len)
     }
 
-    /// Every entry, in piece order.
+    /// Every entry, in no particular order.
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter()
+    }
+
+    /// Every entry, in piece order (a sort: for rare events, not per request).
     pub fn iter(&self) -> impl Iterator<Item = (EntryId, &Entry)> {
-        self.by_key.values().map(|&id| (id, &self.entries[id]))
+        let mut all: Vec<(EntryId, &Entry)> = self.entries.iter_indexed().collect();
+        all.sort_unstable_by_key(|(_, e)| e.key);
+        all.into_iter()
     }
 
     /// The oldest entry still counted in creation order that is not promoted, taken off
@@ -153,13 +136,5 @@ impl std::ops::Index<EntryId> for Table {
 impl std::ops::IndexMut<EntryId> for Table {
     fn index_mut(&mut self, id: EntryId) -> &mut Entry {
         &mut self.entries[id]
-    }
-}
-
-pub(super) fn piece_of(key: Key) -> Piece {
-    Piece {
-        column: key.0,
-        offset: key.1,
-        sectors: key.2,
     }
 }
