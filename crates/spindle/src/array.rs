@@ -37,7 +37,7 @@ mod piece_index;
 mod table;
 
 use coverage::Coverage;
-use table::{Entry, EntryId, Table};
+use table::{Entry, EntryId, Ops, Table};
 
 use nvram::{Header as NvramHeader, NvramTable, Record as NvramRecord};
 
@@ -874,7 +874,7 @@ impl Array {
             created: version,
             acked: 0,
             fresh: all,
-            ops: Vec::new(),
+            ops: Ops::new(),
             promoted,
             nvram_slot: None,
         };
@@ -893,8 +893,8 @@ impl Array {
                         // reads until this write is acknowledged.
                         self.table[e].version = version;
                         let old = std::mem::take(&mut self.table[e].ops);
-                        let mut keep = Vec::new();
-                        for id in old {
+                        let mut keep = Ops::new();
+                        for &id in old.iter() {
                             let kind = self.ops[id].kind;
                             let started = self.is_running(id);
                             if kind == Kind::Propagate && !started {
@@ -949,10 +949,10 @@ impl Array {
         slot: usize,
         piece: Piece,
         (version, e): (u64, EntryId),
-    ) -> Vec<usize> {
+    ) -> Ops {
         let disks = self.layout.disks_of(piece.column);
         let (dr, lost) = (self.layout.replicas(), self.lost_copies(&piece));
-        let mut ids = Vec::with_capacity(disks.len());
+        let mut ids = Ops::new();
         for (m, d) in disks.enumerate() {
             if lost >> (m as u32 * dr) & 1 == 1 {
                 continue;
@@ -1028,7 +1028,7 @@ impl Array {
         e.promoted = true;
         // Moving queue entries leaves the entry's operations as they are.
         let ids = std::mem::take(&mut e.ops);
-        for &id in &ids {
+        for &id in ids.iter() {
             let op = &mut self.ops[id];
             if !op.in_delayed {
                 continue;
@@ -1293,7 +1293,7 @@ impl Array {
                 let all = self.all_replicas();
                 let mirrors = self.layout.disks_of(op.piece.column);
                 let lost = self.lost_copies(&op.piece);
-                let mut new_ops = Vec::new();
+                let mut new_ops = Ops::new();
                 for (mi, d) in mirrors.enumerate() {
                     let mask = if d == disk { all & !replicas } else { all };
                     if mask == 0 || lost >> (mi as u32 * dr) & 1 == 1 {
@@ -1325,7 +1325,9 @@ impl Array {
                     }
                     new_ops.push(nid);
                 }
-                self.table[entry].ops.extend(new_ops);
+                for &id in new_ops.iter() {
+                    self.table[entry].ops.push(id);
+                }
                 if self.failed_disk() == Some(disk) {
                     // Acknowledged data on the failed disk alone (accepted work it is
                     // draining): copied to the survivors at once, so the spare can come.

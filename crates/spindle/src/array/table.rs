@@ -8,11 +8,16 @@
 
 use super::piece_index::PieceIndex;
 use crate::engine::Slab;
+use crate::ew::small::InlineVec;
 use crate::layout::Layout;
 use std::collections::VecDeque;
 
 /// A piece: (column, offset, sectors).
 pub(super) type Key = (u32, u64, u32);
+
+/// An entry's operations still to run: a first write and a propagation per mirror, or a
+/// write per mirror, kept inline (no allocation, no second cache line to reach).
+pub(super) type Ops = InlineVec<usize, 4>;
 
 /// An entry's index in the table, stable while it lives.
 pub(super) type EntryId = usize;
@@ -30,7 +35,7 @@ pub(super) struct Entry {
     pub acked: u64,
     /// Copies holding the acknowledged data: bit m·Dr + k for replica k on mirror m.
     pub fresh: u64,
-    pub ops: Vec<usize>,
+    pub ops: Ops,
     pub promoted: bool,
     /// The entry's record in the NVRAM image (with data moves on).
     pub nvram_slot: Option<u32>,
