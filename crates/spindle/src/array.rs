@@ -30,8 +30,14 @@
 //!   propagations; reads are served only by copies holding the last acknowledged data; a
 //!   write that partly overlaps a pending one waits until that one is propagated.
 
+mod coverage;
 mod failure;
 mod nvram;
+mod piece_index;
+mod table;
+
+use coverage::Coverage;
+use table::{Entry, EntryId, Ops, Table};
 
 use nvram::{Header as NvramHeader, NvramTable, Record as NvramRecord};
 
@@ -47,7 +53,7 @@ use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,6 +184,8 @@ struct DiskOp {
     /// it has started.
     holders: u64,
     in_delayed: bool,
+    /// The table entry the operation serves (writes of a replicated layout).
+    entry: Option<EntryId>,
     version: u64,
     /// Creation order (FCFS order and tie-breaks).
     seq: u64,
@@ -186,27 +194,6 @@ struct DiskOp {
     #[cfg(test)]
     must_see: Vec<Option<(Nanos, u64)>>,
 }
-
-/// A pending write of one piece: which copies hold its newest acknowledged data, and the
-/// operations still to run. An entry of the NVRAM table (delayed writes), or a write in
-/// flight (foreground writes).
-struct Entry {
-    /// The newest write accepted for the piece.
-    version: u64,
-    /// The write that created the entry: an entry later made for the same piece is
-    /// another one.
-    created: u64,
-    /// The newest write acknowledged (0: none yet; every copy holds the old data).
-    acked: u64,
-    /// Copies holding the acknowledged data: bit m·Dr + k for replica k on mirror m.
-    fresh: u64,
-    ops: Vec<usize>,
-    promoted: bool,
-    /// The entry's record in the NVRAM image (with data moves on).
-    nvram_slot: Option<u32>,
-}
-
-type Key = (u32, u64, u32);
 
 impl Engine for Array {
     fn handle(&mut self, now: Nanos, ev: Event) {
@@ -275,16 +262,10 @@ pub struct Array {
     /// Host requests in flight; each keeps its write version.
     host: HostTable<u64>,
     ops: Slab<DiskOp>,
-    table: BTreeMap<Key, Entry>,
-    /// Which granules of the data the table's entries touch: a read or write touching
-    /// none overlaps no entry, without a search of the table.
-    table_cover: Coverage,
-    /// The same for the blocked writes.
+    /// Pending writes: the NVRAM table (delayed writes) or the writes in flight.
+    table: Table,
+    /// Which granules of the data the blocked writes touch.
     blocked_cover: Coverage,
-    /// Entries in creation order, for the NVRAM limit: (key, the entry's `created`); stale
-    /// ones are skipped.
-    table_order: VecDeque<(Key, u64)>,
-    longest_piece: u32,
     /// Writes waiting for an overlapping pending write to finish: (slot, piece).
     blocked: VecDeque<(usize, Piece)>,
     out: Outbox,
@@ -294,6 +275,8 @@ pub struct Array {
     writes: WritePolicy,
     nvram_entries: usize,
     pieces: Vec<Piece>,
+    /// The replicas of the piece located last (see [`Array::replica_at`]).
+    located: std::cell::RefCell<Located>,
     /// Data moves not yet polled; `None` while no driver wants them.
     data_moves: Option<VecDeque<DataMove>>,
     /// The table's NVRAM image (with data moves on, when a piece has several copies).
@@ -366,6 +349,14 @@ impl Array {
             })
             .collect();
         let n = layout.disks();
+        let drive_origin = Target {
+            chs: crate::drive::Chs {
+                cylinder: 0,
+                head: 0,
+                sector: 0,
+            },
+            angle_ns: 0,
+        };
         let failure = cfg
             .failure
             .as_ref()
@@ -374,19 +365,18 @@ impl Array {
             .map_err(LayoutError)?;
         // Only a layout with several copies of a sector keeps a table.
         let replicated = u64::from(dr) * u64::from(dm) > 1;
-        let cover = || Coverage::new(&layout, replicated);
-        let (table_cover, blocked_cover) = (cover(), cover());
+        let (table, blocked_cover) = (
+            Table::new(&layout, replicated),
+            Coverage::new(&layout, replicated),
+        );
         Ok(Array {
             drive,
             layout,
             disks,
             host: HostTable::default(),
             ops: Slab::with_capacity(1024),
-            table: BTreeMap::new(),
-            table_cover,
+            table,
             blocked_cover,
-            table_order: VecDeque::new(),
-            longest_piece: 1,
             blocked: VecDeque::new(),
             out: Outbox::new(n),
             seq: 0,
@@ -395,6 +385,15 @@ impl Array {
             writes: cfg.writes,
             nvram_entries: cfg.nvram_entries,
             pieces: Vec::with_capacity(8),
+            located: std::cell::RefCell::new(Located {
+                piece: Piece {
+                    column: 0,
+                    offset: 0,
+                    sectors: 0,
+                },
+                done: 0,
+                at: [(0, drive_origin); MAX_REPLICAS],
+            }),
             data_moves: None,
             nvram: None,
             failure,
@@ -452,7 +451,7 @@ impl Array {
             }
         }
         if self.writes == WritePolicy::Delayed {
-            b.nvram_entries = self.table.values().filter(|e| e.acked != 0).count() as u64;
+            b.nvram_entries = self.table.entries().filter(|e| e.acked != 0).count() as u64;
         }
         b
     }
@@ -511,12 +510,13 @@ impl Array {
         }
     }
 
-    /// Writes entry `key`'s fresh copies to its NVRAM record (with data moves on).
-    fn record_entry(&mut self, key: Key) {
+    /// Writes entry `id`'s fresh copies to its NVRAM record (with data moves on).
+    fn record_entry(&mut self, id: EntryId) {
         let Some(t) = self.nvram.as_mut() else {
             return;
         };
-        let e = self.table.get_mut(&key).expect("a recorded entry exists");
+        let e = &mut self.table[id];
+        let key = e.key;
         let r = NvramRecord {
             column: key.0,
             offset: key.1,
@@ -608,7 +608,6 @@ impl Array {
         self.seq += 1;
         let slot = self.host.admit(req, now, self.seq);
         for &piece in &pieces {
-            self.longest_piece = self.longest_piece.max(piece.sectors);
             match req.op {
                 Op::Read => self.accept_read(now, slot, piece),
                 Op::Write => self.accept_write(now, slot, piece),
@@ -626,41 +625,25 @@ impl Array {
         self.ops.insert(op)
     }
 
-    /// The table entries overlapping `len` sectors at `offset` of `column`.
-    fn overlapping(&self, column: u32, offset: u64, len: u32) -> Vec<Key> {
-        if !self.table_cover.any(column, offset, len) {
-            return Vec::new();
-        }
-        let lo = (
-            column,
-            offset.saturating_sub(u64::from(self.longest_piece)),
-            0,
-        );
-        let end = offset + u64::from(len);
-        self.table
-            .range(lo..(column, end, 0))
-            .filter(|(k, _)| k.1 + u64::from(k.2) > offset)
-            .map(|(k, _)| *k)
-            .collect()
+    /// The table entries overlapping `len` sectors at `offset` of `column`, in piece order.
+    fn overlapping(&self, column: u32, offset: u64, len: u32) -> Vec<EntryId> {
+        self.table.overlapping(column, offset, len)
     }
 
     fn accept_read(&mut self, now: Nanos, slot: usize, piece: Piece) {
         let all = self.copies_mask();
         // Entries never overlap one another (a partly overlapping write waits), so cutting
         // the read at entry boundaries leaves each part with one set of fresh copies.
-        let keys = if self.table.is_empty() {
-            Vec::new()
-        } else {
-            self.overlapping(piece.column, piece.offset, piece.sectors)
-        };
+        let ids = self.overlapping(piece.column, piece.offset, piece.sectors);
         let whole = [piece.offset, piece.offset + u64::from(piece.sectors)];
         let mut cuts_vec = Vec::new();
-        let cuts: &[u64] = if keys.is_empty() {
+        let cuts: &[u64] = if ids.is_empty() {
             // The common case: nothing pending here, one part, no allocation.
             &whole
         } else {
             cuts_vec.extend(whole);
-            for k in &keys {
+            for &id in &ids {
+                let k = self.table[id].key;
                 for c in [k.1, k.1 + u64::from(k.2)] {
                     if c > whole[0] && c < whole[1] {
                         cuts_vec.push(c);
@@ -677,10 +660,11 @@ impl Array {
                 offset: w[0],
                 sectors: u32::try_from(w[1] - w[0]).expect("part fits u32"),
             };
-            let fresh = keys
+            let fresh = ids
                 .iter()
-                .filter(|k| k.1 < w[1] && k.1 + u64::from(k.2) > w[0])
-                .fold(all, |m, k| m & self.table[k].fresh);
+                .map(|&id| &self.table[id])
+                .filter(|e| e.key.1 < w[1] && e.key.1 + u64::from(e.key.2) > w[0])
+                .fold(all, |m, e| m & e.fresh);
             debug_assert!(fresh != 0, "a piece with no fresh copy");
             // A failed disk's copies serve no new read, unless the data lives only there
             // (then it is still draining: see `failure`).
@@ -697,6 +681,7 @@ impl Array {
                 copies: fresh,
                 holders: 0,
                 in_delayed: false,
+                entry: None,
                 version: 0,
                 seq: 0,
                 queued_at: now,
@@ -760,7 +745,6 @@ impl Array {
         let op = &self.ops[id];
         let m = disk - self.layout.disks_of(op.piece.column).start;
         let mask = self.replica_mask(op.copies, m);
-        let band = self.layout.band();
         let mut list: Vec<(u8, Target)> = if self.layout.replicas() > 1 {
             Vec::with_capacity(mask.count_ones() as usize)
         } else {
@@ -771,8 +755,7 @@ impl Array {
             if mask & (1 << k) == 0 {
                 continue;
             }
-            let lba = band.replica(op.piece.offset, op.piece.sectors, k).first.lba;
-            let t = self.drive.locate(lba);
+            let (lba, t) = self.replica_at(&op.piece, k);
             first.get_or_insert((lba, t));
             if self.layout.replicas() > 1 {
                 list.push((k as u8, t));
@@ -800,13 +783,31 @@ impl Array {
         }
     }
 
+    /// The first sector of replica `k` of `piece`, located. The same on every disk of the
+    /// mirror set, so remembered for the last piece asked: an operation's queue entries at
+    /// each holder, and the propagations of a write to each mirror, locate it once.
+    fn replica_at(&self, piece: &Piece, k: u32) -> (u64, Target) {
+        let mut l = self.located.borrow_mut();
+        if l.piece != *piece {
+            l.piece = *piece;
+            l.done = 0;
+        }
+        if l.done & (1 << k) == 0 {
+            let band = self.layout.band();
+            let lba = band.replica(piece.offset, piece.sectors, k).first.lba;
+            l.at[k as usize] = (lba, self.drive.locate(lba));
+            l.done |= 1 << k;
+        }
+        l.at[k as usize]
+    }
+
     fn accept_write(&mut self, now: Nanos, slot: usize, piece: Piece) {
         let copies = self.layout.replicas() * self.layout.mirrors();
         if copies == 1 {
             // One copy: nothing to keep consistent; the disk's queue orders it.
             let version = self.host.get(slot).extra;
             let d = self.layout.disks_of(piece.column).start;
-            self.queue_write_all(now, slot, piece, version, (d, 0));
+            self.queue_write_all(now, slot, piece, (version, None), (d, 0));
             return;
         }
         let (must_wait, keys) = self.must_wait(&piece);
@@ -840,7 +841,7 @@ impl Array {
     /// ones included: a write of a piece with no entry waits while it is full (the keys
     /// returned are then empty). The table is storage, not a threshold: a write the table
     /// cannot record is not acknowledged early, so deferred work never outgrows it.
-    fn must_wait(&self, piece: &Piece) -> (bool, Vec<Key>) {
+    fn must_wait(&self, piece: &Piece) -> (bool, Vec<EntryId>) {
         let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
         let same = (piece.column, piece.offset, piece.sectors);
         let wait = self.held_by_rebuild(piece)
@@ -851,8 +852,9 @@ impl Array {
             || match self.writes {
                 WritePolicy::Foreground => !keys.is_empty(),
                 WritePolicy::Delayed => {
-                    keys.iter().any(|k| {
-                        *k != same || self.table.get(k).is_some_and(|e| e.acked != e.version)
+                    keys.iter().any(|&id| {
+                        let e = &self.table[id];
+                        e.key != same || e.acked != e.version
                     }) || (keys.is_empty() && self.table.len() >= self.nvram_entries)
                 }
             };
@@ -866,64 +868,55 @@ impl Array {
         let arrival = self.host.get(slot).req.arrival;
         let key = (piece.column, piece.offset, piece.sectors);
         let all = self.copies_mask();
+        let entry = |promoted| Entry {
+            key,
+            version,
+            created: version,
+            acked: 0,
+            fresh: all,
+            ops: Ops::new(),
+            promoted,
+            nvram_slot: None,
+        };
         match self.writes {
             WritePolicy::Foreground => {
-                let ops = self.write_all_now(arrival, slot, piece, version);
-                self.table_cover.add(&piece);
-                self.table.insert(
-                    key,
-                    Entry {
-                        version,
-                        created: version,
-                        acked: 0,
-                        fresh: all,
-                        ops,
-                        promoted: true,
-                        nvram_slot: None,
-                    },
-                );
-                self.record_entry(key);
+                let e = self.table.insert(entry(true), false);
+                let ops = self.write_all_now(arrival, slot, piece, (version, e));
+                self.table[e].ops = ops;
+                self.record_entry(e);
             }
             WritePolicy::Delayed => {
-                if let Some(e) = self.table.get_mut(&key) {
-                    // A newer write of the same piece: the older one's pending propagation
-                    // is moot. Copies it already reached stay fresh for reads until this
-                    // write is acknowledged.
-                    e.version = version;
-                    let old = std::mem::take(&mut e.ops);
-                    let mut keep = Vec::new();
-                    for id in old {
-                        let kind = self.ops[id].kind;
-                        let started = self.is_running(id);
-                        if kind == Kind::Propagate && !started {
-                            self.cancel(id);
-                        } else {
-                            keep.push(id);
+                let e = match self.table.find(key) {
+                    Some(e) => {
+                        // A newer write of the same piece: the older one's pending
+                        // propagation is moot. Copies it already reached stay fresh for
+                        // reads until this write is acknowledged.
+                        self.table[e].version = version;
+                        let old = std::mem::take(&mut self.table[e].ops);
+                        let mut keep = Ops::new();
+                        for &id in old.iter() {
+                            let kind = self.ops[id].kind;
+                            let started = self.is_running(id);
+                            if kind == Kind::Propagate && !started {
+                                self.cancel(id);
+                            } else {
+                                keep.push(id);
+                            }
                         }
+                        self.table[e].ops = keep;
+                        e
                     }
-                    self.table.get_mut(&key).expect("entry").ops = keep;
-                } else {
-                    self.table_cover.add(&piece);
-                    self.table.insert(
-                        key,
-                        Entry {
-                            version,
-                            created: version,
-                            acked: 0,
-                            fresh: all,
-                            ops: Vec::new(),
-                            promoted: false,
-                            nvram_slot: None,
-                        },
-                    );
-                    self.record_entry(key);
-                    self.table_order.push_back((key, version));
-                    assert!(
-                        self.table.len() <= self.nvram_entries,
-                        "the NVRAM table holds at most its {} entries",
-                        self.nvram_entries
-                    );
-                }
+                    None => {
+                        let e = self.table.insert(entry(false), true);
+                        self.record_entry(e);
+                        assert!(
+                            self.table.len() <= self.nvram_entries,
+                            "the NVRAM table holds at most its {} entries",
+                            self.nvram_entries
+                        );
+                        e
+                    }
+                };
                 let id = self.new_op(DiskOp {
                     kind: Kind::FirstWrite,
                     slot: Some(slot),
@@ -931,13 +924,14 @@ impl Array {
                     copies: all & !self.lost_copies(&piece),
                     holders: 0,
                     in_delayed: false,
+                    entry: Some(e),
                     version,
                     seq: 0,
                     queued_at: arrival,
                     #[cfg(test)]
                     must_see: Vec::new(),
                 });
-                self.table.get_mut(&key).expect("entry").ops.push(id);
+                self.table[e].ops.push(id);
                 self.dispatch_any(now, id);
             }
         }
@@ -947,36 +941,36 @@ impl Array {
         ((1u16 << self.layout.replicas()) - 1) as u8
     }
 
-    /// Foreground writes of every replica on every holder, queued since `queued_at`;
-    /// returns the operations.
+    /// Foreground writes of every replica on every holder, queued since `queued_at`, of
+    /// write `version` for table entry `e`; returns the operations.
     fn write_all_now(
         &mut self,
         queued_at: Nanos,
         slot: usize,
         piece: Piece,
-        version: u64,
-    ) -> Vec<usize> {
+        (version, e): (u64, EntryId),
+    ) -> Ops {
         let disks = self.layout.disks_of(piece.column);
         let (dr, lost) = (self.layout.replicas(), self.lost_copies(&piece));
-        let mut ids = Vec::with_capacity(disks.len());
+        let mut ids = Ops::new();
         for (m, d) in disks.enumerate() {
             if lost >> (m as u32 * dr) & 1 == 1 {
                 continue;
             }
-            let id = self.queue_write_all(queued_at, slot, piece, version, (d, m));
+            let id = self.queue_write_all(queued_at, slot, piece, (version, Some(e)), (d, m));
             ids.push(id);
         }
         ids
     }
 
     /// Queues, at `disk` (the `m`-th of its mirror set), a foreground write of every
-    /// replica of `piece` for host request `slot`.
+    /// replica of `piece` for host request `slot` (write `version`, of table entry `entry`).
     fn queue_write_all(
         &mut self,
         queued_at: Nanos,
         slot: usize,
         piece: Piece,
-        version: u64,
+        (version, entry): (u64, Option<EntryId>),
         (disk, m): (usize, usize),
     ) -> usize {
         let copies = u64::from(self.all_replicas()) << (m as u32 * self.layout.replicas());
@@ -987,6 +981,7 @@ impl Array {
             copies,
             holders: 1 << m,
             in_delayed: false,
+            entry,
             version,
             seq: 0,
             queued_at,
@@ -1023,10 +1018,8 @@ impl Array {
     }
 
     /// Moves an entry's queued delayed writes to the foreground queues.
-    fn promote(&mut self, key: Key) {
-        let Some(e) = self.table.get_mut(&key) else {
-            return;
-        };
+    fn promote(&mut self, entry: EntryId) {
+        let e = &mut self.table[entry];
         if e.promoted {
             // Its delayed writes moved already, and every later one is queued in the
             // foreground (`written`): nothing is left in a delayed queue.
@@ -1035,7 +1028,7 @@ impl Array {
         e.promoted = true;
         // Moving queue entries leaves the entry's operations as they are.
         let ids = std::mem::take(&mut e.ops);
-        for &id in &ids {
+        for &id in ids.iter() {
             let op = &mut self.ops[id];
             if !op.in_delayed {
                 continue;
@@ -1055,22 +1048,14 @@ impl Array {
                 self.out.mark_for_dispatch(d);
             }
         }
-        self.table.get_mut(&key).expect("entry").ops = ids;
+        self.table[entry].ops = ids;
     }
 
     /// The table is full and a write waits for an entry: the oldest entry whose delayed
     /// writes still wait in the delayed queues moves them to the foreground queues.
     fn force_out_oldest(&mut self) {
-        while let Some((key, created)) = self.table_order.pop_front() {
-            // A stale key (its entry gone) may name a younger entry of the same piece.
-            if self
-                .table
-                .get(&key)
-                .is_some_and(|e| e.created == created && !e.promoted)
-            {
-                self.promote(key);
-                return;
-            }
+        if let Some(e) = self.table.pop_oldest_unpromoted() {
+            self.promote(e);
         }
     }
 
@@ -1214,8 +1199,8 @@ impl Array {
                 .to_vec(),
         });
         let source = (kind == Kind::Propagate).then(|| {
-            let key = (piece.column, piece.offset, piece.sectors);
-            let fresh = self.table[&key].fresh;
+            let e = self.ops[id].entry.expect("a propagation has a table entry");
+            let fresh = self.table[e].fresh;
             assert!(fresh != 0, "a propagated piece has a fresh copy");
             let b = fresh.trailing_zeros();
             let dr = self.layout.replicas();
@@ -1290,13 +1275,11 @@ impl Array {
 
     /// Bookkeeping after a write of replicas `replicas` of `op` on `disk` completed.
     fn written(&mut self, now: Nanos, disk: usize, op: &DiskOp, replicas: u8, id: usize) {
-        let key = (op.piece.column, op.piece.offset, op.piece.sectors);
         let dr = self.layout.replicas();
         let m = (disk - self.layout.disks_of(op.piece.column).start) as u32;
         let bits = u64::from(replicas) << (m * dr);
-        let Some(e) = self.table.get_mut(&key) else {
-            unreachable!("a replicated write has a table entry");
-        };
+        let entry = op.entry.expect("a replicated write has a table entry");
+        let e = &mut self.table[entry];
         e.ops.retain(|&o| o != id);
         match op.kind {
             Kind::FirstWrite if op.version == e.version => {
@@ -1304,13 +1287,13 @@ impl Array {
                 e.fresh = bits;
                 let promoted = e.promoted;
                 // Kept in NVRAM before the host is answered (part_done, below).
-                self.record_entry(key);
+                self.record_entry(entry);
                 // The other copies: the rest of this disk's replicas, every replica of
                 // the other mirrors, as delayed writes.
                 let all = self.all_replicas();
                 let mirrors = self.layout.disks_of(op.piece.column);
                 let lost = self.lost_copies(&op.piece);
-                let mut new_ops = Vec::new();
+                let mut new_ops = Ops::new();
                 for (mi, d) in mirrors.enumerate() {
                     let mask = if d == disk { all & !replicas } else { all };
                     if mask == 0 || lost >> (mi as u32 * dr) & 1 == 1 {
@@ -1324,6 +1307,7 @@ impl Array {
                         copies,
                         holders: 1 << mi,
                         in_delayed: !promoted,
+                        entry: Some(entry),
                         version: op.version,
                         seq: 0,
                         queued_at: now,
@@ -1341,11 +1325,13 @@ impl Array {
                     }
                     new_ops.push(nid);
                 }
-                self.table.get_mut(&key).expect("entry").ops.extend(new_ops);
+                for &id in new_ops.iter() {
+                    self.table[entry].ops.push(id);
+                }
                 if self.failed_disk() == Some(disk) {
                     // Acknowledged data on the failed disk alone (accepted work it is
                     // draining): copied to the survivors at once, so the spare can come.
-                    self.promote(key);
+                    self.promote(entry);
                 }
             }
             Kind::Propagate | Kind::WriteAll
@@ -1359,14 +1345,13 @@ impl Array {
             }
             _ => {} // superseded by a newer write of the piece
         }
-        let e = &self.table[&key];
+        let e = &self.table[entry];
         if e.ops.is_empty() {
             debug_assert!(
                 e.acked == e.version,
                 "an entry with nothing pending holds its newest write"
             );
-            let e = self.table.remove(&key).expect("entry");
-            self.table_cover.remove(&op.piece);
+            let e = self.table.remove(entry);
             if let (Some(t), Some(slot)) = (self.nvram.as_mut(), e.nvram_slot) {
                 t.remove(slot);
             }
@@ -1376,7 +1361,11 @@ impl Array {
                 self.start_rebuild_step(now);
                 self.spare_check(now, failed);
             }
-        } else if op.kind == Kind::FirstWrite && self.blocked_cover.any(key.0, key.1, key.2) {
+        } else if op.kind == Kind::FirstWrite
+            && self
+                .blocked_cover
+                .any(op.piece.column, op.piece.offset, op.piece.sectors)
+        {
             // A newer write of the same piece may now supersede this one's propagation
             // (no blocked write touches the piece: nothing a blocked write waits on changed).
             self.release_blocked(now);
@@ -1424,6 +1413,13 @@ impl Array {
     }
 }
 
+/// Replicas of one piece, located: bit k of `done` says `at[k]` holds replica k.
+struct Located {
+    piece: Piece,
+    done: u8,
+    at: [(u64, Target); MAX_REPLICAS],
+}
+
 /// The set bits of `mask`, lowest first.
 fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
     std::iter::from_fn(move || {
@@ -1433,70 +1429,6 @@ fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
             b
         })
     })
-}
-
-/// Counts of pieces per granule of the layout's data (a granule: `1 << shift` sectors of one
-/// column, at most about a million granules in all): a filter before a search for
-/// overlapping pieces, which mostly finds none.
-struct Coverage {
-    shift: u32,
-    column_granules: u64,
-    counts: Vec<u32>,
-}
-
-impl Coverage {
-    /// `used`: false for an empty filter that is never asked (no table).
-    fn new(layout: &Layout, used: bool) -> Coverage {
-        let (columns, sectors) = (u64::from(layout.columns()), layout.column_sectors());
-        if !used {
-            return Coverage {
-                shift: 0,
-                column_granules: 0,
-                counts: Vec::new(),
-            };
-        }
-        let mut shift = 6;
-        while columns * (sectors >> shift).saturating_add(1) > 1 << 20 {
-            shift += 1;
-        }
-        let column_granules = (sectors >> shift) + 1;
-        Coverage {
-            shift,
-            column_granules,
-            counts: vec![0; (columns * column_granules) as usize],
-        }
-    }
-
-    /// The granules `len` (>= 1) sectors at `offset` of `column` touch.
-    fn range(&self, column: u32, offset: u64, len: u32) -> std::ops::RangeInclusive<usize> {
-        let base = u64::from(column) * self.column_granules;
-        let (first, last) = (
-            offset >> self.shift,
-            (offset + u64::from(len.max(1)) - 1) >> self.shift,
-        );
-        (base + first) as usize..=(base + last) as usize
-    }
-
-    fn add(&mut self, p: &Piece) {
-        let r = self.range(p.column, p.offset, p.sectors);
-        for c in &mut self.counts[r] {
-            *c += 1;
-        }
-    }
-
-    fn remove(&mut self, p: &Piece) {
-        let r = self.range(p.column, p.offset, p.sectors);
-        for c in &mut self.counts[r] {
-            *c -= 1;
-        }
-    }
-
-    /// Whether some counted piece may overlap these sectors.
-    fn any(&self, column: u32, offset: u64, len: u32) -> bool {
-        self.counts[self.range(column, offset, len)]
-            .iter()
-            .any(|&c| c != 0)
-    }
 }
 
 fn overlaps(a: &Piece, b: &Piece) -> bool {

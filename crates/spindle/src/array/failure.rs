@@ -186,8 +186,8 @@ impl Array {
         let keys: Vec<_> = self
             .table
             .iter()
-            .filter(|(k, e)| k.0 == column && e.acked != 0 && e.fresh & !only_here == 0)
-            .map(|(k, _)| *k)
+            .filter(|(_, e)| e.key.0 == column && e.acked != 0 && e.fresh & !only_here == 0)
+            .map(|(id, _)| id)
             .collect();
         for k in keys {
             self.promote(k);
@@ -228,8 +228,8 @@ impl Array {
         let column = f.column;
         if self
             .table
-            .iter()
-            .any(|(k, e)| k.0 == column && e.acked != 0 && e.fresh & !only_here == 0)
+            .entries()
+            .any(|e| e.key.0 == column && e.acked != 0 && e.fresh & !only_here == 0)
         {
             return;
         }
@@ -329,6 +329,7 @@ impl Array {
             copies,
             holders: 1 << m,
             in_delayed: false,
+            entry: None,
             version: 0,
             seq: 0,
             queued_at: now,

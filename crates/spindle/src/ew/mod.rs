@@ -12,7 +12,7 @@ pub mod array;
 pub mod free_space;
 pub mod map_log;
 pub mod sched;
-mod small;
+pub(crate) mod small;
 
 pub use array::{EwArray, EwConfig, EwShape, FreeLayout};
 pub use sched::EwPolicy;

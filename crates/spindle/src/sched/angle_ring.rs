@@ -2,12 +2,24 @@
 //! pick reads the copies in the order the platter brings them under the head and stops
 //! early (see [`AngleRing`]).
 
+use crate::drive::Chs;
 use crate::Op;
 
 /// Buckets of a revolution.
 const BUCKETS: usize = 64;
 
-/// Copy indexes (into the scheduler's copy table) in [`BUCKETS`] buckets of the revolution
+/// A copy as the ring holds it: its index in the scheduler's copy table and what a walk
+/// prices it by, kept in its bucket so a walk reads a bucket's copies from one run of
+/// memory rather than a cache line each.
+#[derive(Copy, Clone, Debug)]
+pub struct RingCopy {
+    pub i: u32,
+    pub chs: Chs,
+    pub angle_ns: u64,
+    pub seq: u64,
+}
+
+/// Copies (by their index into the scheduler's copy table) in [`BUCKETS`] buckets of the revolution
 /// per op, bucket `b` holding angles `θ mod p` with `b·p ≤ (θ mod p)·BUCKETS < (b+1)·p`.
 ///
 /// Why it finds the argmin early: a copy reached before its sector comes round the first
@@ -19,7 +31,7 @@ const BUCKETS: usize = 64;
 pub struct AngleRing {
     period_ns: u64,
     /// `buckets[op * BUCKETS + b]`, op 0 reads, 1 writes.
-    buckets: Vec<Vec<u32>>,
+    buckets: Vec<Vec<RingCopy>>,
     /// Per copy index: (bucket, position in it), `u32::MAX` for a copy not in the ring.
     at: Vec<(u32, u32)>,
 }
@@ -53,14 +65,14 @@ impl AngleRing {
         usize::from(op == Op::Write) * BUCKETS + b
     }
 
-    /// Adds copy `i`.
-    pub fn insert(&mut self, i: u32, op: Op, angle_ns: u64) {
-        let b = self.bucket(op, angle_ns);
+    /// Adds copy `c.i`.
+    pub fn insert(&mut self, c: RingCopy, op: Op) {
+        let (i, b) = (c.i, self.bucket(op, c.angle_ns));
         if self.at.len() <= i as usize {
             self.at.resize(i as usize + 1, (u32::MAX, u32::MAX));
         }
         let pos = u32::try_from(self.buckets[b].len()).expect("bucket fits u32");
-        self.buckets[b].push(i);
+        self.buckets[b].push(c);
         self.at[i as usize] = (b as u32, pos);
     }
 
@@ -70,8 +82,8 @@ impl AngleRing {
         assert!(b != u32::MAX, "copy {i} is in the ring");
         let bucket = &mut self.buckets[b as usize];
         bucket.swap_remove(pos as usize);
-        if let Some(&moved) = bucket.get(pos as usize) {
-            self.at[moved as usize].1 = pos;
+        if let Some(moved) = bucket.get(pos as usize) {
+            self.at[moved.i as usize].1 = pos;
         }
     }
 
@@ -84,7 +96,7 @@ impl AngleRing {
         &self,
         op: Op,
         a0: u64,
-        mut see: impl FnMut(u32) -> Seen,
+        mut see: impl FnMut(&RingCopy) -> Seen,
     ) -> Option<((crate::Span, u64), u32)> {
         let p = self.period_ns;
         let base = usize::from(op == Op::Write) * BUCKETS;
@@ -101,10 +113,10 @@ impl AngleRing {
                     break;
                 }
             }
-            for &i in &self.buckets[base + (j0 + m) % BUCKETS] {
-                let s = see(i);
+            for c in &self.buckets[base + (j0 + m) % BUCKETS] {
+                let s = see(c);
                 if s.in_time && best.is_none_or(|(_, k, _)| s.key < k) {
-                    best = Some((s.r, s.key, i));
+                    best = Some((s.r, s.key, c.i));
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! The six policies. Each is a thin rule over [`Pending`]; see the module docs of `sched`.
 
-use super::angle_ring::{AngleRing, Seen};
+use super::angle_ring::{AngleRing, RingCopy, Seen};
 use super::{DiskRequest, Pending, Pick, SchedStats, Scheduler};
 use crate::drive::{Drive, HeadState};
 use crate::{Nanos, Op};
@@ -301,6 +301,25 @@ impl SatfCopy {
         angle_ns: 0,
         seq: u64::MAX,
     };
+
+    /// Copy `i` as an [`AngleRing`] holds it.
+    fn in_ring(&self, i: usize) -> RingCopy {
+        RingCopy {
+            i: u32::try_from(i).expect("copy index fits u32"),
+            chs: self.chs,
+            angle_ns: self.angle_ns,
+            seq: self.seq,
+        }
+    }
+
+    fn from_ring(c: &RingCopy, write: bool) -> SatfCopy {
+        SatfCopy {
+            chs: c.chs,
+            write,
+            angle_ns: c.angle_ns,
+            seq: c.seq,
+        }
+    }
 }
 
 impl Satf {
@@ -365,7 +384,7 @@ impl Satf {
         let mut ring = AngleRing::new(period_ns);
         for (i, c) in self.copies.iter().enumerate() {
             if c.seq != u64::MAX {
-                ring.insert(i as u32, op_of(c), c.angle_ns);
+                ring.insert(c.in_ring(i), op_of(c));
             }
         }
         self.ring = Some(ring);
@@ -424,8 +443,7 @@ impl Satf {
             );
             (t, seek, op)
         };
-        let price = |i: usize| -> Seen {
-            let c = &self.copies[i];
+        let price = |c: &SatfCopy| -> Seen {
             let (t, seek, op) = time(c);
             let (before, a0) = if op == Op::Write { write } else { read };
             // The angle still to turn once the overhead is paid; a copy reached within it
@@ -460,7 +478,8 @@ impl Satf {
                     if !ring.has(op) {
                         continue;
                     }
-                    match ring.walk(op, a0, |i| price(i as usize)) {
+                    let write = op == Op::Write;
+                    match ring.walk(op, a0, |c| price(&SatfCopy::from_ring(c, write))) {
                         Some((k, i)) => consider(k, i as usize),
                         // No copy of this op is reached in time: weigh them all.
                         None => {
@@ -520,7 +539,7 @@ impl Scheduler for Satf {
             };
             self.live += 1;
             if let Some(ring) = &mut self.ring {
-                ring.insert((at + i) as u32, r.op, t.angle_ns);
+                ring.insert(self.copies[at + i].in_ring(at + i), r.op);
             }
         }
         self.slab[slot as usize] = Some(r);

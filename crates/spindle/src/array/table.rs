@@ -1,0 +1,145 @@
+//! The table of pending writes (the NVRAM table with delayed writes, the writes in flight
+//! with foreground writes): one entry per piece.
+//!
+//! Entries live in a slab and keep their index (an [`EntryId`]) for life, so the operations
+//! serving an entry and the creation-order queue reach it without a search; a
+//! [`PieceIndex`] serves the overlap searches, whose answers come in piece order (the order
+//! entries are promoted in).
+
+use super::piece_index::PieceIndex;
+use crate::engine::Slab;
+use crate::ew::small::InlineVec;
+use crate::layout::Layout;
+use std::collections::VecDeque;
+
+/// A piece: (column, offset, sectors).
+pub(super) type Key = (u32, u64, u32);
+
+/// An entry's operations still to run: a first write and a propagation per mirror, or a
+/// write per mirror, kept inline (no allocation, no second cache line to reach).
+pub(super) type Ops = InlineVec<usize, 4>;
+
+/// An entry's index in the table, stable while it lives.
+pub(super) type EntryId = usize;
+
+/// A pending write of one piece: which copies hold its newest acknowledged data, and the
+/// operations still to run.
+pub(super) struct Entry {
+    pub key: Key,
+    /// The newest write accepted for the piece.
+    pub version: u64,
+    /// The write that created the entry: an entry later made for the same piece is
+    /// another one.
+    pub created: u64,
+    /// The newest write acknowledged (0: none yet; every copy holds the old data).
+    pub acked: u64,
+    /// Copies holding the acknowledged data: bit m·Dr + k for replica k on mirror m.
+    pub fresh: u64,
+    pub ops: Ops,
+    pub promoted: bool,
+    /// The entry's record in the NVRAM image (with data moves on).
+    pub nvram_slot: Option<u32>,
+}
+
+pub(super) struct Table {
+    entries: Slab<Entry>,
+    index: PieceIndex,
+    /// Entries in creation order, for the NVRAM limit: (id, key, `created`). An entry that
+    /// has gone leaves its element behind, skipped when reached: (key, `created`) names
+    /// one entry ever, so a reused id is told apart.
+    order: VecDeque<(EntryId, Key, u64)>,
+}
+
+impl Table {
+    /// `used`: false for a layout with one copy of each sector (no entries ever).
+    pub fn new(layout: &Layout, used: bool) -> Table {
+        Table {
+            entries: Slab::with_capacity(if used { 1024 } else { 0 }),
+            index: PieceIndex::new(layout, used),
+            order: VecDeque::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Adds entry `e` (no entry holds its piece); `ordered`: it counts against the NVRAM
+    /// limit, in creation order.
+    pub fn insert(&mut self, e: Entry, ordered: bool) -> EntryId {
+        let (key, created) = (e.key, e.created);
+        debug_assert!(self.find(key).is_none(), "one entry per piece");
+        let id = self.entries.insert(e);
+        self.index.insert(key, id);
+        if ordered {
+            self.order.push_back((id, key, created));
+        }
+        id
+    }
+
+    pub fn remove(&mut self, id: EntryId) -> Entry {
+        let e = self.entries.remove(id);
+        self.index.remove(e.key, id);
+        e
+    }
+
+    /// The entry of exactly this piece.
+    pub fn find(&self, key: Key) -> Option<EntryId> {
+        if self.is_empty() {
+            return None;
+        }
+        self.index.find(key)
+    }
+
+    /// The entries overlapping `len` sectors at `offset` of `column`, in piece order.
+    pub fn overlapping(&self, column: u32, offset: u64, len: u32) -> Vec<EntryId> {
+        if self.is_empty() || !self.index.any(column, offset, len) {
+            return Vec::new();
+        }
+        self.index.overlapping(column, offset, len)
+    }
+
+    /// Every entry, in no particular order.
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter()
+    }
+
+    /// Every entry, in piece order (a sort: for rare events, not per request).
+    pub fn iter(&self) -> impl Iterator<Item = (EntryId, &Entry)> {
+        let mut all: Vec<(EntryId, &Entry)> = self.entries.iter_indexed().collect();
+        all.sort_unstable_by_key(|(_, e)| e.key);
+        all.into_iter()
+    }
+
+    /// The oldest entry still counted in creation order that is not promoted, taken off
+    /// the order (with the gone or promoted ones before it).
+    pub fn pop_oldest_unpromoted(&mut self) -> Option<EntryId> {
+        while let Some((id, key, created)) = self.order.pop_front() {
+            if self
+                .entries
+                .get(id)
+                .is_some_and(|e| e.key == key && e.created == created && !e.promoted)
+            {
+                return Some(id);
+            }
+        }
+        None
+    }
+}
+
+impl std::ops::Index<EntryId> for Table {
+    type Output = Entry;
+    fn index(&self, id: EntryId) -> &Entry {
+        &self.entries[id]
+    }
+}
+
+impl std::ops::IndexMut<EntryId> for Table {
+    fn index_mut(&mut self, id: EntryId) -> &mut Entry {
+        &mut self.entries[id]
+    }
+}
