@@ -601,9 +601,7 @@ impl Controller {
                     sectors: x.sectors - covered,
                 };
                 let miss = self.read_miss_overhead(p);
-                let t = (now + miss)
-                    .max(self.mech_free)
-                    .max(ra_busy.unwrap_or(now));
+                let t = (now + miss).max(self.mech_free).max(ra_busy.unwrap_or(now));
                 self.stop_read_ahead(drive, t);
                 let mut times = Vec::with_capacity(x.sectors as usize);
                 times.resize(covered as usize, (now, now));
@@ -629,7 +627,9 @@ impl Controller {
                 self.head.cylinder = a.end_cylinder;
                 self.head.head = a.end_head;
                 self.mech_free = a.end;
-                self.segments[seg].end = self.segments[seg].end.max(rest.lba + u64::from(rest.sectors));
+                self.segments[seg].end = self.segments[seg]
+                    .end
+                    .max(rest.lba + u64::from(rest.sectors));
                 // The media access goes on into the read-ahead, as after a miss.
                 self.start_read_ahead(drive, p, seg, x_end, a.end);
             } else if covered < x.sectors {
@@ -778,7 +778,11 @@ impl Controller {
         // Without caching the segment is empty once the read is done (DiskSim
         // `disk_release_hda`: BUFFER_EMPTY unless "Enable caching in buffer"), so a later
         // write prefers it to the previous write's segment like any other empty one.
-        let seg_end = if c.enable_caching > 0 { x.lba + n } else { seg_start };
+        let seg_end = if c.enable_caching > 0 {
+            x.lba + n
+        } else {
+            seg_start
+        };
         self.segments[seg] = Segment {
             start: seg_start,
             end: seg_end,
@@ -1124,9 +1128,7 @@ impl Controller {
             let written = passing
                 .iter()
                 .enumerate()
-                .take_while(|&(k, t)| {
-                    bus_start + p.bus_sector_write * (k as u64 + 1).max(q) <= t.0
-                })
+                .take_while(|&(k, t)| bus_start + p.bus_sector_write * (k as u64 + 1).max(q) <= t.0)
                 .count();
             if written > 0 {
                 start = passing[written - 1].1;
