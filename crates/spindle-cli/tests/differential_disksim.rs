@@ -42,7 +42,8 @@ fn oracle() -> Option<&'static Path> {
                     ));
                 }
             }
-            let out = std::env::temp_dir().join(format!("spindle-oracle-{}", std::process::id()));
+            // Under target/ (reused by later runs, never left in the system's temp folder).
+            let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("differential_oracle");
             let st = Command::new("bash")
                 .arg(repo().join("scripts/build_disksim_oracle.sh"))
                 .arg(&out)

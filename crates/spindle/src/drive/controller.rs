@@ -585,8 +585,24 @@ impl Controller {
                     p.t.read_disconnect_after_write
                 };
                 let reselect = p.t.first_reselect + p.t.data_preparation;
+                // A hit only partly buffered when it arrives goes at once only with "Immed
+                // transfer partial hit" or from the high water mark on (`disk_read_arrive`:
+                // `enough_ready_to_go`); else the drive disconnects like a miss.
+                let cached = ready.iter().filter(|&&t| t <= now).count() as u64;
+                let want = u64::from(x.sectors);
+                let short = !c.never_disconnect
+                    && !c.immediate_transfer_partial_hit
+                    && cached < want
+                    && cached < Self::high_water_mark(c, want).min(want);
                 let ready: Vec<(Nanos, Nanos)> = ready.into_iter().map(|t| (t, t)).collect();
-                self.read_interface(p, begin, &ready, k0, (disconnect, reselect))
+                let connected = if short {
+                    let miss = self.read_miss_overhead(p);
+                    overhead = miss;
+                    ready[k0 as usize - 1].1.max(now + miss + disconnect) + reselect
+                } else {
+                    begin
+                };
+                self.read_interface(p, connected, &ready, k0, (disconnect, reselect))
             };
             if partial {
                 // A partial hit on cached data: the rest is read once the read-miss command
