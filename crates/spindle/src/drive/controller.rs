@@ -484,11 +484,7 @@ impl Controller {
         };
         if let Some(h) = ra_busy {
             overhead = self.read_miss_overhead(p);
-            let disconnect = if self.after_read() {
-                p.t.read_disconnect_after_read
-            } else {
-                p.t.read_disconnect_after_write
-            };
+            let disconnect = self.read_disconnect(p);
             self.stop_read_ahead(drive, h);
             begin =
                 (now + overhead + disconnect).max(h) + p.t.first_reselect + p.t.data_preparation;
@@ -500,11 +496,7 @@ impl Controller {
             // destage is done reconnects (first reselection and data preparation) to send
             // the data.
             overhead = self.read_miss_overhead(p);
-            let disconnect = if self.after_read() {
-                p.t.read_disconnect_after_read
-            } else {
-                p.t.read_disconnect_after_write
-            };
+            let disconnect = self.read_disconnect(p);
             begin = (now + overhead + disconnect).max(self.destage_end)
                 + p.t.first_reselect
                 + p.t.data_preparation;
@@ -579,11 +571,7 @@ impl Controller {
             } else {
                 let n = u64::from(covered).max(1);
                 let k0 = Self::high_water_mark(c, u64::from(x.sectors)).clamp(1, n);
-                let disconnect = if self.after_read() {
-                    p.t.read_disconnect_after_read
-                } else {
-                    p.t.read_disconnect_after_write
-                };
+                let disconnect = self.read_disconnect(p);
                 let reselect = p.t.first_reselect + p.t.data_preparation;
                 // A hit only partly buffered when it arrives goes at once only with "Immed
                 // transfer partial hit" or from the high water mark on (`disk_read_arrive`:
@@ -624,11 +612,7 @@ impl Controller {
                 let a = drive.access_with_sector_times(t, &self.head, rest, rng, &mut times);
                 let n = u64::from(x.sectors);
                 let k0 = Self::high_water_mark(c, n).clamp(1, n);
-                let disconnect = if self.after_read() {
-                    p.t.read_disconnect_after_read
-                } else {
-                    p.t.read_disconnect_after_write
-                };
+                let disconnect = self.read_disconnect(p);
                 let reselect = p.t.first_reselect + p.t.data_preparation;
                 let held = ra_busy.is_some() || self.destage_end > now;
                 let enough = c.never_disconnect
@@ -737,13 +721,7 @@ impl Controller {
         // crosses as soon as it is buffered, with no water mark and no reselection (DiskSim
         // `disk_read_arrive`: READY_TO_TRANSFER after the command overhead and the data
         // preparation; `disk_reconnection_or_transfer_complete` holds the bus).
-        // The read disconnect overhead, after a read or after a write (DiskSim's `lastflags`
-        // is the previous request's until this one completes).
-        let disconnect = if self.after_read() {
-            p.t.read_disconnect_after_read
-        } else {
-            p.t.read_disconnect_after_write
-        };
+        let disconnect = self.read_disconnect(p);
         let bus_start = if c.never_disconnect {
             now + overhead + p.t.data_preparation
         } else {
@@ -888,6 +866,16 @@ impl Controller {
                 s.end = s.start;
             }
             s.dirty = false;
+        }
+    }
+
+    /// The read disconnect overhead, after a read or after a write (DiskSim's `lastflags`
+    /// is the previous request's until this one completes).
+    fn read_disconnect(&self, p: &Params) -> Span {
+        if self.after_read() {
+            p.t.read_disconnect_after_read
+        } else {
+            p.t.read_disconnect_after_write
         }
     }
 
