@@ -29,8 +29,8 @@
 use super::cache_spec::CacheSpec;
 use super::mech::{Access, Drive, HeadState, Transfer};
 use super::sector_loop::{
-    read_media_segmented, write_media_end, write_media_immediate, write_media_segmented, ReadBus,
-    WriteBus,
+    read_media_segmented, write_media_end, write_media_immediate, write_media_segmented, BusLog,
+    ReadBus, WriteBus,
 };
 use crate::{Nanos, Op, Span};
 use rand::Rng;
@@ -329,6 +329,21 @@ impl Controller {
         (ra.from + done).saturating_sub(u64::from(p.spec.segment_sectors))
     }
 
+    /// Whether `x` overlaps what the read-ahead's segment holds at `t` (DiskSim
+    /// `disk_buffer_overlap` on `startblkno..endblkno`).
+    fn read_ahead_overlaps(&self, drive: &Drive, t: Nanos, x: &Transfer) -> bool {
+        let Some(ra) = &self.read_ahead else {
+            return false;
+        };
+        let done = Self::read_ahead_done(drive, ra, t);
+        let start = self.segments[ra.segment]
+            .start
+            .max(self.wrap_start_after(ra, done));
+        let end = ra.from + done;
+        let (lo, hi) = (x.lba, x.lba + u64::from(x.sectors));
+        (lo >= start && lo < end) || (hi > start && hi <= end) || (lo <= start && hi >= end)
+    }
+
     /// Stops the read-ahead at `t`: the segment keeps what was read by then and the arm is
     /// where the read-ahead had got to.
     fn stop_read_ahead(&mut self, drive: &Drive, t: Nanos) {
@@ -417,7 +432,7 @@ impl Controller {
     /// sectors, or all the rest, are buffered, paying the reselection and data preparation
     /// again). `ready[k]` is when sector k is buffered
     /// (non-decreasing); the bus is first connected at `connected`. Returns when the last
-    /// sector has gone.
+    /// sector has gone; the pieces sent go to `log`.
     fn read_interface(
         &self,
         p: &Params,
@@ -425,6 +440,7 @@ impl Controller {
         ready: &[(Nanos, Nanos)],
         mark: u64,
         (disconnect, reselect): (Span, Span),
+        log: &mut BusLog,
     ) -> Nanos {
         let c = &p.spec;
         let hold = c.hold_bus_read || c.never_disconnect;
@@ -433,6 +449,7 @@ impl Controller {
         while sent < n {
             let buffered = ready.partition_point(|r| r.1 <= t);
             if buffered > sent {
+                log.piece(t, sent as u64, (buffered - sent) as u64);
                 t += p.bus_sector * (buffered - sent) as u64;
                 sent = buffered;
             } else if hold {
@@ -561,6 +578,7 @@ impl Controller {
                 lba += 1;
             }
             let covered = ready.len() as u32;
+            let mut log = BusLog::new(p.bus_sector);
             let fed = self.read_ahead.as_ref().is_some_and(|ra| ra.segment == seg);
             let partial = covered < x.sectors && !fed && x.sectors <= c.segment_sectors;
             // Sectors still on their way from the read-ahead cross as they come, the drive
@@ -590,7 +608,7 @@ impl Controller {
                 } else {
                     begin
                 };
-                self.read_interface(p, connected, &ready, k0, (disconnect, reselect))
+                self.read_interface(p, connected, &ready, k0, (disconnect, reselect), &mut log)
             };
             if partial {
                 // A partial hit on cached data: the rest is read once the read-miss command
@@ -623,7 +641,8 @@ impl Controller {
                     overhead = miss;
                     times[k0 as usize - 1].1.max(now + miss + disconnect) + reselect
                 };
-                end = self.read_interface(p, connected, &times, k0, (disconnect, reselect));
+                end =
+                    self.read_interface(p, connected, &times, k0, (disconnect, reselect), &mut log);
                 self.head.cylinder = a.end_cylinder;
                 self.head.head = a.end_head;
                 self.mech_free = a.end;
@@ -730,10 +749,13 @@ impl Controller {
             times[k0 as usize - 1].1.max(now + overhead + disconnect) + reselect
         };
         let seg_size = u64::from(c.segment_sectors).max(1);
+        let mut log = BusLog::new(p.bus_sector);
+        let mut loop_lead = Span::ZERO;
         // A drive that never disconnects is held back by the segment too
         // (`disk_buffer_block_available` does not look at the bus).
         let (end, media_end) = if n <= seg_size {
-            let end = self.read_interface(p, bus_start, &times, k0, (disconnect, reselect));
+            let end =
+                self.read_interface(p, bus_start, &times, k0, (disconnect, reselect), &mut log);
             (end, media_end)
         } else {
             // A read larger than its segment: the media stops reading while the segment
@@ -747,7 +769,10 @@ impl Controller {
                 disconnect,
                 reselect,
             };
-            read_media_segmented(drive, &self.head, x, &times, &bus)
+            let (end, media_end, lead) =
+                read_media_segmented(drive, &self.head, x, &times, &bus, &mut log);
+            loop_lead = lead;
+            (end, media_end)
         };
         let done = end + p.t.read_completion;
         let seg = self.take_segment(p, Op::Read, (x.lba, x.lba + n), reading);
@@ -788,6 +813,13 @@ impl Controller {
         self.head.head = a.end_head;
         self.mech_free = media_end;
         self.start_read_ahead(drive, p, seg, x.lba + n, media_end);
+        if let Some(ra) = self.read_ahead.as_mut().filter(|_| loop_lead > Span::ZERO) {
+            if track_of(drive, ra.from) == track_of(drive, ra.from - 1) {
+                let period = drive.period().0;
+                ra.head.phase_ns = (ra.head.phase_ns + loop_lead.0) % period;
+            }
+        }
+        self.hold_read_ahead(drive, p, &log, x.lba, end);
         let access = Access {
             overhead: overhead + p.t.read_completion,
             seek: a.seek + start.since(t),
@@ -961,6 +993,79 @@ impl Controller {
         self.segments[seg].end = from;
     }
 
+    /// Holds the running read-ahead back while the request owning its segment has not sent
+    /// its completion. Until the request's last sector has crossed the interface (`done`),
+    /// the media may read sector `b` only while `b − out` is less than the segment size,
+    /// `out` being the request's next sector to cross: `first` plus the sectors `log` has
+    /// sent (DiskSim `disk_buffer_block_available`). The sector loop passes a sector it may
+    /// not read and comes back to it after a turn through the track's LBNs
+    /// (`disk_buffer_sector_done`): what was read before it stays in the segment, and the
+    /// read-ahead resumes there, the turns later.
+    fn hold_read_ahead(
+        &mut self,
+        drive: &Drive,
+        p: &Params,
+        log: &BusLog,
+        first: u64,
+        done: Nanos,
+    ) {
+        let size = u64::from(p.spec.segment_sectors).max(1);
+        let full = |b: u64, t: Nanos| t < done && b >= first + log.sent(t) + size;
+        let period = drive.period().0;
+        let mut times = Vec::new();
+        // Each pass moves the read-ahead past one stall; stalls end at `done`.
+        while let Some(ra) = self.read_ahead.as_mut() {
+            if ra.began >= done {
+                return;
+            }
+            let sectors =
+                u32::try_from(ra.until - ra.from).expect("a read-ahead is at most a segment");
+            times.clear();
+            let x = Transfer {
+                op: Op::Read,
+                lba: ra.from,
+                sectors,
+            };
+            drive.access_with_sector_times(
+                ra.began,
+                &ra.head,
+                x,
+                None::<&mut rand_pcg::Pcg64Mcg>,
+                &mut times,
+            );
+            let Some((i, due)) = times
+                .iter()
+                .enumerate()
+                .take_while(|(_, t)| t.0 < done)
+                .find(|&(i, t)| full(ra.from + i as u64, t.0))
+                .map(|(i, t)| (i as u64, t.0))
+            else {
+                return;
+            };
+            let b = ra.from + i;
+            let cycle = drive.media_cycle(b);
+            let mut back = due + cycle;
+            while full(b, back) {
+                back += cycle;
+            }
+            // The read-ahead reads `b` at `back`: the spindle's phase as the sector loop
+            // sees it moves by what its turns fall short of whole revolutions (tracks with
+            // spare sectors), and the access starts half a sector early to meet `b`.
+            let shift = back.since(due).0 % period;
+            let half_sector = drive.media_step(b).1 / 2000;
+            let chs = drive.locate(b).chs;
+            ra.head = HeadState {
+                cylinder: chs.cylinder,
+                head: chs.head,
+                phase_ns: (ra.head.phase_ns + period - shift) % period,
+            };
+            ra.from = b;
+            ra.began = Nanos(back.0 - half_sector);
+            let seg = ra.segment;
+            self.segments[seg].end = b;
+        }
+    }
+
     fn write<R: Rng>(
         &mut self,
         drive: &Drive,
@@ -1034,7 +1139,11 @@ impl Controller {
         // drive disconnects, the read-ahead goes on to the minimum and hands over, and the
         // write's data comes after a reselection (DiskSim `disk_write_arrive`,
         // `disk_buffer_stopable_access`).
-        let unstoppable = if c.never_disconnect {
+        // "Write hit stop prefetch" drops the minimum of a read-ahead whose segment the write
+        // overlaps (`disk_buffer_stopable_access`: max = min = endblkno).
+        let unstoppable = if c.never_disconnect
+            || (c.write_hit_stop_prefetch && self.read_ahead_overlaps(drive, now, &x))
+        {
             None
         } else {
             self.read_ahead_unstoppable_until(drive, c, now)

@@ -50,7 +50,9 @@ trait SegmentSim {
 /// DiskSim's sector loop for a segmented transfer (`disk_buffer_sector_done`): track by
 /// track, a sector event at landing and at each sector; a sector that cannot pass when it
 /// comes under the head is passed, and the loop comes back to it after a turn through the
-/// track's LBNs, a sector event each. Returns when the media is done.
+/// track's LBNs, a sector event each. Returns when the media is done, and how far the
+/// loop's turns on the last track fell short of whole revolutions (a track with spare
+/// sectors has fewer LBNs than sectors: the loop then runs ahead of the platter).
 fn segment_walk(
     drive: &Drive,
     head: &HeadState,
@@ -58,9 +60,10 @@ fn segment_walk(
     times: &[(Nanos, Nanos)],
     op: Op,
     sim: &mut impl SegmentSim,
-) -> Nanos {
+) -> (Nanos, Span) {
     let n = times.len() as u64;
     let (mut k, mut end) = (0u64, Nanos::ZERO);
+    let mut lead = Span::ZERO;
     let mut prev: Option<(u32, u32)> = None;
     while k < n {
         let lba = x.lba + k;
@@ -96,10 +99,12 @@ fn segment_walk(
             sim.event(done, true);
             end = done;
         }
+        let period = drive.period().0;
+        lead = Span((period - shift.0 % period) % period);
         prev = Some(track);
         k += len;
     }
-    end
+    (end, lead)
 }
 
 /// When a write's media transfer ends if sector k can be written only once it is in the
@@ -393,8 +398,45 @@ pub(super) fn write_media_segmented(
         written: 0,
         data_in: bus.start,
     };
-    let end = segment_walk(drive, head, x, times, Op::Write, &mut sim);
+    let (end, _) = segment_walk(drive, head, x, times, Op::Write, &mut sim);
     (sim.data_in, end)
+}
+
+/// When a read's sectors crossed the interface: the pieces it sent, so that the media can
+/// ask how far the host had got at any instant (DiskSim's `outblkno`, which
+/// `disk_buffer_update_outbuffer` advances by the whole sectors sent since the piece began).
+#[derive(Clone, Debug, Default)]
+pub(super) struct BusLog {
+    /// Sectors `first..first + count` of the request cross from `t0`, one per `sector`.
+    pieces: Vec<(Nanos, u64, u64)>,
+    sector: Span,
+}
+
+impl BusLog {
+    pub(super) fn new(sector: Span) -> BusLog {
+        BusLog {
+            pieces: Vec::new(),
+            sector,
+        }
+    }
+
+    /// Sectors `first..first + count` cross from `t0`.
+    pub(super) fn piece(&mut self, t0: Nanos, first: u64, count: u64) {
+        self.pieces.push((t0, first, count));
+    }
+
+    /// How many of the request's sectors had crossed by `t`.
+    pub(super) fn sent(&self, t: Nanos) -> u64 {
+        let i = self.pieces.partition_point(|p| p.0 <= t);
+        let Some(&(t0, first, count)) = i.checked_sub(1).map(|i| &self.pieces[i]) else {
+            return 0;
+        };
+        let k = match self.sector.0 {
+            0 => count,
+            s => (t.since(t0).0 / s).min(count),
+        };
+        first + k
+    }
 }
 
 /// The interface side of a read larger than its buffer segment.
@@ -423,17 +465,21 @@ pub(super) struct ReadBus {
 /// and when it has caught up holds the bus or disconnects (the read disconnect overhead)
 /// and reconnects (reselection and data preparation) at a sector event, or at the end of
 /// the disconnect, once the high water mark of sectors, or the rest, is buffered. Returns
-/// when the last sector has crossed the interface and when the media read ends.
+/// when the last sector has crossed the interface, when the media read ends and how far
+/// the sector loop then runs ahead of the platter on the last track; the pieces sent go to
+/// `log`.
 pub(super) fn read_media_segmented(
     drive: &Drive,
     head: &HeadState,
     x: Transfer,
     times: &[(Nanos, Nanos)],
     bus: &ReadBus,
-) -> (Nanos, Nanos) {
+    log: &mut BusLog,
+) -> (Nanos, Nanos, Span) {
     let n = times.len() as u64;
     struct Sim<'a> {
         bus: &'a ReadBus,
+        log: &'a mut BusLog,
         n: u64,
         state: BusState,
         /// Sectors sent at the end of the last piece.
@@ -449,10 +495,12 @@ pub(super) fn read_media_segmented(
     impl Sim<'_> {
         fn piece(&mut self, t0: Nanos) {
             self.state = if self.buffered > self.out {
+                let count = self.buffered.min(self.n) - self.out;
+                self.log.piece(t0, self.out, count);
                 BusState::Moving {
                     t0,
                     first: self.out,
-                    count: self.buffered.min(self.n) - self.out,
+                    count,
                 }
             } else if self.bus.hold {
                 BusState::Stalled { since: t0 }
@@ -502,7 +550,8 @@ pub(super) fn read_media_segmented(
                         }
                     }
                     BusState::Reconnecting { at } => {
-                        if at > t {
+                        // A sector read as the drive reconnects goes in the piece.
+                        if at > t || (at == t && !sector_event) {
                             return;
                         }
                         if self.buffered > self.out {
@@ -518,19 +567,6 @@ pub(super) fn read_media_segmented(
                 }
             }
         }
-        /// Sectors sent by `t`.
-        fn sent(&self, t: Nanos) -> u64 {
-            match self.state {
-                BusState::Moving { t0, first, count } if t >= t0 => {
-                    let k = match self.bus.sector.0 {
-                        0 => count,
-                        s => (t.since(t0).0 / s).min(count),
-                    };
-                    first + k
-                }
-                _ => self.out,
-            }
-        }
     }
     impl SegmentSim for Sim<'_> {
         fn event(&mut self, t: Nanos, sector_event: bool) {
@@ -539,7 +575,7 @@ pub(super) fn read_media_segmented(
         }
         fn may_pass(&self, j: u64, due: Nanos) -> bool {
             // (The host always takes what is buffered.)
-            j - self.sent(due).min(j) < self.bus.size
+            j - self.log.sent(due).min(j) < self.bus.size
         }
         fn passed(&mut self, j: u64) {
             self.buffered = j + 1;
@@ -548,6 +584,7 @@ pub(super) fn read_media_segmented(
     }
     let mut sim = Sim {
         bus,
+        log,
         n,
         state: BusState::Reconnecting { at: bus.start },
         out: 0,
@@ -556,7 +593,7 @@ pub(super) fn read_media_segmented(
         now: Nanos::ZERO,
         when: Vec::with_capacity(n as usize),
     };
-    let end = segment_walk(drive, head, x, times, Op::Read, &mut sim);
+    let (end, lead) = segment_walk(drive, head, x, times, Op::Read, &mut sim);
     // The media is done: the interface sends the rest.
     let mut guard = 0;
     while !matches!(sim.state, BusState::Done) && guard < 64 {
@@ -569,7 +606,7 @@ pub(super) fn read_media_segmented(
         };
         sim.advance(t, true);
     }
-    (sim.done, end)
+    (sim.done, end, lead)
 }
 
 #[cfg(test)]
@@ -635,7 +672,8 @@ mod tests {
             disconnect: Span::ZERO,
             reselect: Span::ZERO,
         };
-        let (done, _) = read_media_segmented(&d, &head, x, &times, &bus);
+        let mut log = BusLog::new(bus.sector);
+        let (done, _, _) = read_media_segmented(&d, &head, x, &times, &bus, &mut log);
         assert_eq!(done, times[0].1 + Span::from_ms_f64(0.1) * 40);
     }
 }
