@@ -415,11 +415,20 @@ impl Controller {
     }
 
     /// Sends sectors over the interface: sector k leaves when it is in the buffer and the
-    /// previous one has gone. Returns when the last one has gone.
-    fn interface(&self, p: &Params, start: Nanos, ready: impl Iterator<Item = Nanos>) -> Nanos {
+    /// previous one has gone. Returns when the last one has gone; each goes to `log` as a
+    /// piece, numbered from `first`.
+    fn interface(
+        &self,
+        p: &Params,
+        start: Nanos,
+        ready: impl Iterator<Item = Nanos>,
+        (log, first): (&mut BusLog, u64),
+    ) -> Nanos {
         let mut t = start;
-        for r in ready {
-            t = t.max(r) + p.bus_sector;
+        for (k, r) in ready.enumerate() {
+            t = t.max(r);
+            log.piece(t, first + k as u64, 1);
+            t += p.bus_sector;
         }
         t
     }
@@ -682,13 +691,28 @@ impl Controller {
                     &mut times,
                 );
                 let n = u64::from(rest.sectors);
-                end = self.interface(p, end, times.into_iter().map(|t| t.1));
+                end = self.interface(
+                    p,
+                    end,
+                    times.into_iter().map(|t| t.1),
+                    (&mut log, u64::from(covered)),
+                );
                 self.head.cylinder = a.end_cylinder;
                 self.head.head = a.end_head;
                 self.mech_free = a.end;
                 self.segments[seg].end = self.segments[seg].end.max(rest.lba + n);
                 // The media access goes on into the read-ahead, as after a miss.
                 self.start_read_ahead(drive, p, seg, x_end, a.end);
+            }
+            // The hit owns its segment's read-ahead until its completion is sent. (With
+            // "Immediate buffer read" DiskSim's stalled loop reads the sectors after the
+            // one it waits for out of order, and they push the segment's start on
+            // (`immedstart..immedend`, `disk_buffer_segment_wrap`): not modelled; the
+            // read-ahead left running, whose start wraps with it, comes closer for a hit.)
+            if self.read_ahead.as_ref().is_some_and(|ra| ra.segment == seg)
+                && !c.immediate_buffer_read
+            {
+                self.hold_read_ahead(drive, p, &log, x.lba, (now, end));
             }
             // The segment is a circular buffer: sectors before the ones just sent to the host
             // are the first to be overwritten, and are no longer counted on.
@@ -819,7 +843,7 @@ impl Controller {
                 ra.head.phase_ns = (ra.head.phase_ns + loop_lead.0) % period;
             }
         }
-        self.hold_read_ahead(drive, p, &log, x.lba, end);
+        self.hold_read_ahead(drive, p, &log, x.lba, (now, end));
         let access = Access {
             overhead: overhead + p.t.read_completion,
             seek: a.seek + start.since(t),
@@ -994,7 +1018,8 @@ impl Controller {
     }
 
     /// Holds the running read-ahead back while the request owning its segment has not sent
-    /// its completion. Until the request's last sector has crossed the interface (`done`),
+    /// its completion. From the request's arrival (`owned`) until its last sector has
+    /// crossed the interface (`done`),
     /// the media may read sector `b` only while `b − out` is less than the segment size,
     /// `out` being the request's next sector to cross: `first` plus the sectors `log` has
     /// sent (DiskSim `disk_buffer_block_available`). The sector loop passes a sector it may
@@ -1007,10 +1032,10 @@ impl Controller {
         p: &Params,
         log: &BusLog,
         first: u64,
-        done: Nanos,
+        (owned, done): (Nanos, Nanos),
     ) {
         let size = u64::from(p.spec.segment_sectors).max(1);
-        let full = |b: u64, t: Nanos| t < done && b >= first + log.sent(t) + size;
+        let full = |b: u64, t: Nanos| t >= owned && t < done && b >= first + log.sent(t) + size;
         let period = drive.period().0;
         let mut times = Vec::new();
         // Each pass moves the read-ahead past one stall; stalls end at `done`.
