@@ -29,8 +29,8 @@
 use super::cache_spec::CacheSpec;
 use super::mech::{Access, Drive, HeadState, Transfer};
 use super::sector_loop::{
-    read_media_segmented, write_media_end, write_media_immediate, write_media_segmented, BusLog,
-    ReadBus, WriteBus,
+    read_media_segmented, track_extent, write_media_end, write_media_immediate,
+    write_media_segmented, BusLog, ReadBus, WriteBus,
 };
 use crate::{Nanos, Op, Span};
 use rand::Rng;
@@ -1263,6 +1263,21 @@ impl Controller {
                 None::<&mut R>,
                 &mut passing,
             );
+            // The destage's sector loop steps on from its last sector, one LBN a sector
+            // time, whatever turns it took (on a track with spare sectors its turns fall
+            // short of revolutions, so the platter's angle would put the next sector
+            // elsewhere; DiskSim `disk_buffer_sector_done`).
+            if track_of(drive, x.lba) == track_of(drive, x.lba.saturating_sub(1)) {
+                let (_, on_track) = track_extent(drive, x.lba, n);
+                let ps = drive.media_step(x.lba).1;
+                for (k, t) in passing.iter_mut().take(on_track as usize).enumerate() {
+                    let k = k as u64;
+                    *t = (
+                        self.mech_free + Span(k * ps / 1000),
+                        self.mech_free + Span((k + 1) * ps / 1000),
+                    );
+                }
+            }
             let written = passing
                 .iter()
                 .enumerate()
