@@ -728,8 +728,13 @@ impl Controller {
                 end_head: self.head.head,
                 ..Access::default()
             };
+            // An idle mechanism reads ahead of a hit from where the segment's data ends, once
+            // the read-miss command overhead is done (DiskSim `disk_check_hda_pending`,
+            // `disk_read_arrive`).
             if goal.is_none() && self.read_ahead.is_none() && c.read_ahead_on_idle_hit {
-                self.start_read_ahead(drive, p, seg, x_end, self.mech_free.max(done));
+                let from = self.segments[seg].end.max(x_end);
+                let at = (now + self.read_miss_overhead(p)).max(self.mech_free);
+                self.start_read_ahead(drive, p, seg, from, at);
             }
             return Service { access, hit: true };
         }
