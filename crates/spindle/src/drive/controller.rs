@@ -438,25 +438,6 @@ impl Controller {
         i
     }
 
-    /// Sends sectors over the interface: sector k leaves when it is in the buffer and the
-    /// previous one has gone. Returns when the last one has gone; each goes to `log` as a
-    /// piece, numbered from `first`.
-    fn interface(
-        &self,
-        p: &Params,
-        start: Nanos,
-        ready: impl Iterator<Item = Nanos>,
-        (log, first): (&mut BusLog, u64),
-    ) -> Nanos {
-        let mut t = start;
-        for (k, r) in ready.enumerate() {
-            t = t.max(r);
-            log.piece(t, first + k as u64, 1);
-            t += p.bus_sector;
-        }
-        t
-    }
-
     /// A read miss's sectors over an interface that lets go of the bus when it has sent
     /// everything buffered (DiskSim `disk_reconnection_or_transfer_complete`: each transfer
     /// moves what is buffered; with nothing left it holds the bus only with "Hold bus entire
@@ -715,12 +696,22 @@ impl Controller {
                     &mut times,
                 );
                 let n = u64::from(rest.sectors);
-                end = self.interface(
+                // Once the interface has caught up it lets go of the bus and comes back at
+                // the high water mark, or for the rest, as for a miss
+                // (`disk_reconnection_or_transfer_complete`, `disk_request_needs_bus`).
+                let mark = Self::high_water_mark(c, u64::from(x.sectors)).clamp(1, n);
+                let disconnect = self.read_disconnect(p);
+                let reselect = p.t.first_reselect + p.t.data_preparation;
+                let mut rest_log = BusLog::new(p.bus_sector);
+                end = self.read_interface(
                     p,
                     end,
-                    times.into_iter().map(|t| t.1),
-                    (&mut log, u64::from(covered)),
+                    &times,
+                    mark,
+                    (disconnect, reselect),
+                    &mut rest_log,
                 );
+                log.append(&rest_log, u64::from(covered));
                 self.head.cylinder = a.end_cylinder;
                 self.head.head = a.end_head;
                 self.mech_free = a.end;

@@ -425,6 +425,16 @@ impl BusLog {
         self.pieces.push((t0, first, count));
     }
 
+    /// `other`'s pieces, their sectors numbered from `first`.
+    pub(super) fn append(&mut self, other: &BusLog, first: u64) {
+        self.pieces.extend(
+            other
+                .pieces
+                .iter()
+                .map(|&(t0, k, count)| (t0, first + k, count)),
+        );
+    }
+
     /// How many of the request's sectors had crossed by `t`.
     pub(super) fn sent(&self, t: Nanos) -> u64 {
         let i = self.pieces.partition_point(|p| p.0 <= t);
