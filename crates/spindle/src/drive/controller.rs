@@ -637,7 +637,10 @@ impl Controller {
                     sectors: x.sectors - covered,
                 };
                 let miss = self.read_miss_overhead(p);
-                let t = (now + miss).max(self.mech_free).max(ra_busy.unwrap_or(now));
+                // The mechanism waits for a read-ahead short of its minimum even when the
+                // drive, never disconnecting, sends the cached part at once.
+                let busy = ra_busy.or_else(|| self.read_ahead_unstoppable_until(drive, c, now));
+                let t = (now + miss).max(self.mech_free).max(busy.unwrap_or(now));
                 self.stop_read_ahead(drive, t);
                 let mut times = Vec::with_capacity(x.sectors as usize);
                 times.resize(covered as usize, (now, now));
