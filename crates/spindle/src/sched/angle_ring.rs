@@ -40,7 +40,8 @@ pub struct AngleRing {
 pub struct Seen {
     /// The copy's angle still to turn once the overhead is paid, `r` in `0..p`.
     pub r: u64,
-    /// Its positioning time and arrival order: the key SATF minimises.
+    /// Its positioning time and arrival order, the key SATF minimises: `before + r`, so
+    /// meaningful only for a copy reached in time (the walk weighs no other).
     pub key: (crate::Span, u64),
     /// Whether the arm gets there before the sector first comes round (seek ≤ `r`).
     pub in_time: bool,

@@ -443,9 +443,15 @@ impl Satf {
             );
             (t, seek, op)
         };
+        // A walk keeps only copies reached in time, whose time is `before + r`: the full
+        // prediction (and its rotational wait) is needed for no other.
         let price = |c: &SatfCopy| -> Seen {
-            let (t, seek, op) = time(c);
-            let (before, a0) = if op == Op::Write { write } else { read };
+            let (op, (before, a0)) = if c.write {
+                (Op::Write, write)
+            } else {
+                (Op::Read, read)
+            };
+            let seek = drive.seek_span(head.cylinder, head.head, c.chs, op);
             // The angle still to turn once the overhead is paid; a copy reached within it
             // costs exactly `before + r`.
             let angle = if c.angle_ns < p {
@@ -459,10 +465,10 @@ impl Satf {
                 angle + p - a0
             };
             let in_time = seek.0 <= r;
-            debug_assert!(!in_time || t == before + crate::Span(r));
+            debug_assert!(!in_time || time(c).0 == before + crate::Span(r));
             Seen {
                 r,
-                key: (t, c.seq),
+                key: (before + crate::Span(r), c.seq),
                 in_time,
             }
         };
