@@ -871,6 +871,14 @@ impl Array {
     /// cannot record is not acknowledged early, so deferred work never outgrows it.
     fn must_wait(&self, piece: &Piece) -> (bool, Vec<EntryId>) {
         let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
+        if self.writes == WritePolicy::Delayed
+            && keys.is_empty()
+            && self.table.len() >= self.nvram_entries
+        {
+            // The table is full: it waits for room whatever else may hold it (the common
+            // case for the blocked writes a release weighs again), and nothing to promote.
+            return (true, keys);
+        }
         let same = (piece.column, piece.offset, piece.sectors);
         let wait = self.held_by_rebuild(piece)
             || (self

@@ -98,7 +98,10 @@ impl PieceIndex {
 
     /// Whether an entry may overlap these sectors (false: none does).
     pub fn any(&self, column: u32, offset: u64, len: u32) -> bool {
-        self.range(column, offset, len).any(|g| self.touched(g))
+        let r = self.range(column, offset, len);
+        let (first, last) = (*r.start(), *r.end());
+        // Mostly one granule, or two.
+        self.touched(first) || (first..=last).skip(1).any(|g| self.touched(g))
     }
 
     /// The entries overlapping `len` sectors at `offset` of `column`, in piece order.

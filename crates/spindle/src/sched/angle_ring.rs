@@ -88,6 +88,17 @@ impl AngleRing {
         }
     }
 
+    /// Copy `from` (in the ring) is now copy `to` of the scheduler's table.
+    pub fn relabel(&mut self, from: u32, to: u32) {
+        let (b, pos) = std::mem::replace(&mut self.at[from as usize], (u32::MAX, u32::MAX));
+        assert!(b != u32::MAX, "copy {from} is in the ring");
+        self.buckets[b as usize][pos as usize].i = to;
+        if self.at.len() <= to as usize {
+            self.at.resize(to as usize + 1, (u32::MAX, u32::MAX));
+        }
+        self.at[to as usize] = (b, pos);
+    }
+
     /// The copies of `op` in the order the platter brings them round from angle `a0` (ns
     /// into the revolution), a bucket at a time, until none left can beat the best copy
     /// reached in time; `see` prices a copy. Returns the best key of a copy reached in
