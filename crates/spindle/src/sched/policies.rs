@@ -257,9 +257,10 @@ pub struct Satf {
     /// Live copies.
     live: usize,
     ring: Option<AngleRing>,
-    /// Each slot's request id, apart: a removal by id scans this dense array (a few cache
-    /// lines even for a delayed-write queue), no hash table to keep up per push and take.
-    ids: Vec<u64>,
+    /// Each slot's request id, its low 32 bits, apart: a removal by id scans this dense
+    /// array (a few cache lines even for a delayed-write queue), no hash table to keep up
+    /// per push and take.
+    ids: Vec<u32>,
 }
 
 /// One copy a queued request may be served from, as the scan reads it.
@@ -349,6 +350,25 @@ impl Satf {
         r
     }
 
+    /// The slot of request `id`: sixteen ids at a time, compared without an early exit
+    /// (vector compares), as a delayed-write queue holds hundreds; a slot whose low bits
+    /// match is checked against the whole id.
+    fn slot_of(&self, id: u64) -> Option<usize> {
+        const W: usize = 16;
+        let low = id as u32;
+        let is = |i: usize| self.ids[i] == low && self.slab[i].id == id;
+        let chunks = self.ids.chunks_exact(W);
+        let whole = self.ids.len() - chunks.remainder().len();
+        for (c, chunk) in chunks.enumerate() {
+            if chunk.iter().fold(false, |hit, &x| hit | (x == low)) {
+                if let Some(i) = (c * W..(c + 1) * W).find(|&i| is(i)) {
+                    return Some(i);
+                }
+            }
+        }
+        (whole..self.ids.len()).find(|&i| is(i))
+    }
+
     /// Widens every slot to `stride` copies.
     fn restride(&mut self, stride: usize) {
         let mut copies = vec![SatfCopy::NONE; self.slab.len() * stride];
@@ -379,8 +399,9 @@ impl Satf {
         self.ring = Some(ring);
     }
 
-    /// The slot minimising `(positioning time, seq)`.
-    fn argmin(&self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<u32> {
+    /// The slot minimising `(positioning time, seq)`, and for a scan the entry of its
+    /// `replicas` to serve.
+    fn argmin(&self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<(u32, Option<usize>)> {
         let p = drive.period().0;
         // Per op: the overhead paid before the seek, and the platter angle (ns into the
         // revolution, phase included) once it is paid; `Drive::rotational_wait` sees the
@@ -495,7 +516,11 @@ impl Satf {
                 }
             }
         }
-        best.map(|(_, i)| u32::try_from(i / self.stride).expect("slot fits u32"))
+        let slot = |i: usize| u32::try_from(i / self.stride).expect("slot fits u32");
+        // A scan in copy order keeps, of the winner's copies, the first quickest: the one
+        // `Replicas::best` names. A ring walk meets them in angle order, so it does not say.
+        let scanned = self.ring.is_none();
+        best.map(|(_, i)| (slot(i), scanned.then_some(i % self.stride)))
     }
 }
 
@@ -515,8 +540,12 @@ impl Scheduler for Satf {
         let slot = u32::try_from(self.slab.len()).expect("queue fits u32");
         self.copies
             .extend(std::iter::repeat_n(SatfCopy::NONE, self.stride));
-        debug_assert!(!self.ids.contains(&r.id), "request {} queued twice", r.id);
-        self.ids.push(r.id);
+        debug_assert!(
+            self.slot_of(r.id).is_none(),
+            "request {} queued twice",
+            r.id
+        );
+        self.ids.push(r.id as u32);
         let at = slot as usize * self.stride;
         for i in 0..r.replicas.len() {
             let t = r.replicas.get(i).1;
@@ -556,13 +585,27 @@ impl Scheduler for Satf {
             self.build_ring(drive.period().0);
         }
         // RSATF: a request costs its quickest replica.
-        let slot = self.argmin(now, head, drive)?;
+        let (slot, replica) = self.argmin(now, head, drive)?;
         self.stats.picks += 1;
         let r = self.take_slot(slot);
-        Some(Pick::closest(r, now, head, drive))
+        Some(match replica {
+            Some(replica) => {
+                debug_assert_eq!(
+                    Pick::closest(r.clone(), now, head, drive).replica,
+                    replica,
+                    "the scan's replica is the quickest"
+                );
+                Pick {
+                    request: r,
+                    replica,
+                    via_cylinder: None,
+                }
+            }
+            None => Pick::closest(r, now, head, drive),
+        })
     }
     fn remove(&mut self, id: u64) -> Option<DiskRequest> {
-        let slot = self.ids.iter().position(|&x| x == id)? as u32;
+        let slot = self.slot_of(id)? as u32;
         Some(self.take_slot(slot))
     }
     fn len(&self) -> usize {
