@@ -907,7 +907,6 @@ impl Array {
         let entry = |promoted| Entry {
             key,
             version,
-            created: version,
             acked: 0,
             fresh: all,
             ops: Ops::new(),
@@ -1055,15 +1054,14 @@ impl Array {
 
     /// Moves an entry's queued delayed writes to the foreground queues.
     fn promote(&mut self, entry: EntryId) {
-        let e = &mut self.table[entry];
-        if e.promoted {
+        if self.table[entry].promoted {
             // Its delayed writes moved already, and every later one is queued in the
             // foreground (`written`): nothing is left in a delayed queue.
             return;
         }
-        e.promoted = true;
+        self.table.mark_promoted(entry);
         // Moving queue entries leaves the entry's operations as they are.
-        let ids = std::mem::take(&mut e.ops);
+        let ids = std::mem::take(&mut self.table[entry].ops);
         for &id in ids.iter() {
             let op = &mut self.ops[id];
             if !op.in_delayed {
