@@ -122,6 +122,9 @@ struct InFlight {
     queued_at: Nanos,
     /// Replica numbers the operation wrote or read (bit k: replica k).
     replicas: u8,
+    /// The copies its queue entry listed, located, and the first one's sector: a first
+    /// write's propagations go to the same places (see [`Array::replica_at`]).
+    located: (u64, Replicas),
     #[cfg(test)]
     runs: Vec<Run>,
 }
@@ -268,6 +271,8 @@ pub struct Array {
     blocked_cover: Coverage,
     /// Writes waiting for an overlapping pending write to finish: (slot, piece).
     blocked: VecDeque<(usize, Piece)>,
+    /// An empty queue with room, swapped with `blocked` while it is rebuilt.
+    blocked_spare: VecDeque<(usize, Piece)>,
     out: Outbox,
     seq: u64,
     op_seq: u64,
@@ -378,6 +383,7 @@ impl Array {
             table,
             blocked_cover,
             blocked: VecDeque::new(),
+            blocked_spare: VecDeque::new(),
             out: Outbox::new(n),
             seq: 0,
             op_seq: 0,
@@ -783,6 +789,28 @@ impl Array {
         }
     }
 
+    /// Remembers the copies of `piece` a queue entry located (`lba`: the first one's
+    /// sector), so that its propagations locate none again.
+    fn remember_located(&self, piece: &Piece, (lba, copies): &(u64, Replicas)) {
+        let mut l = self.located.borrow_mut();
+        l.piece = *piece;
+        l.done = 0;
+        for i in 0..copies.len() {
+            let (k, t) = copies.get(i);
+            let lba = if i == 0 {
+                *lba
+            } else {
+                let band = self.layout.band();
+                band.replica(piece.offset, piece.sectors, u32::from(k))
+                    .first
+                    .lba
+            };
+            debug_assert_eq!(self.drive.locate(lba), t, "replica {k} located as before");
+            l.at[usize::from(k)] = (lba, t);
+            l.done |= 1 << k;
+        }
+    }
+
     /// The first sector of replica `k` of `piece`, located. The same on every disk of the
     /// mirror set, so remembered for the last piece asked: an operation's queue entries at
     /// each holder, and the propagations of a write to each mirror, locate it once.
@@ -843,6 +871,14 @@ impl Array {
     /// cannot record is not acknowledged early, so deferred work never outgrows it.
     fn must_wait(&self, piece: &Piece) -> (bool, Vec<EntryId>) {
         let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
+        if self.writes == WritePolicy::Delayed
+            && keys.is_empty()
+            && self.table.len() >= self.nvram_entries
+        {
+            // The table is full: it waits for room whatever else may hold it (the common
+            // case for the blocked writes a release weighs again), and nothing to promote.
+            return (true, keys);
+        }
         let same = (piece.column, piece.offset, piece.sectors);
         let wait = self.held_by_rebuild(piece)
             || (self
@@ -871,7 +907,6 @@ impl Array {
         let entry = |promoted| Entry {
             key,
             version,
-            created: version,
             acked: 0,
             fresh: all,
             ops: Ops::new(),
@@ -1019,15 +1054,14 @@ impl Array {
 
     /// Moves an entry's queued delayed writes to the foreground queues.
     fn promote(&mut self, entry: EntryId) {
-        let e = &mut self.table[entry];
-        if e.promoted {
+        if self.table[entry].promoted {
             // Its delayed writes moved already, and every later one is queued in the
             // foreground (`written`): nothing is left in a delayed queue.
             return;
         }
-        e.promoted = true;
+        self.table.mark_promoted(entry);
         // Moving queue entries leaves the entry's operations as they are.
-        let ids = std::mem::take(&mut e.ops);
+        let ids = std::mem::take(&mut self.table[entry].ops);
         for &id in ids.iter() {
             let op = &mut self.ops[id];
             if !op.in_delayed {
@@ -1171,6 +1205,7 @@ impl Array {
             started: now,
             queued_at: r.queued_at,
             replicas: written,
+            located: (r.lba, r.replicas),
             #[cfg(test)]
             runs: runs_slice.to_vec(),
         });
@@ -1262,7 +1297,7 @@ impl Array {
                 #[cfg(test)]
                 self.audit.wrote(disk, &f.runs, op.version);
                 if self.layout.replicas() * self.layout.mirrors() > 1 {
-                    self.written(now, disk, &op, f.replicas, f.op);
+                    self.written(now, disk, &op, &f);
                 }
             }
         }
@@ -1274,7 +1309,8 @@ impl Array {
     }
 
     /// Bookkeeping after a write of replicas `replicas` of `op` on `disk` completed.
-    fn written(&mut self, now: Nanos, disk: usize, op: &DiskOp, replicas: u8, id: usize) {
+    fn written(&mut self, now: Nanos, disk: usize, op: &DiskOp, f: &InFlight) {
+        let (replicas, id) = (f.replicas, f.op);
         let dr = self.layout.replicas();
         let m = (disk - self.layout.disks_of(op.piece.column).start) as u32;
         let bits = u64::from(replicas) << (m * dr);
@@ -1288,6 +1324,7 @@ impl Array {
                 let promoted = e.promoted;
                 // Kept in NVRAM before the host is answered (part_done, below).
                 self.record_entry(entry);
+                self.remember_located(&op.piece, &f.located);
                 // The other copies: the rest of this disk's replicas, every replica of
                 // the other mirrors, as delayed writes.
                 let all = self.all_replicas();
@@ -1377,11 +1414,13 @@ impl Array {
         if self.blocked.is_empty() {
             return;
         }
-        let waiting = std::mem::take(&mut self.blocked);
-        for (_, piece) in &waiting {
-            self.blocked_cover.remove(piece);
-        }
-        for (slot, piece) in waiting {
+        // Each write is weighed against the ones before it that still wait (`blocked`,
+        // rebuilt in order). The cover keeps every waiting write's piece meanwhile: it is
+        // only a filter before that exact search, and a write still waiting (the common
+        // case: the table is full) then costs no update of its cold counts.
+        let mut waiting =
+            std::mem::replace(&mut self.blocked, std::mem::take(&mut self.blocked_spare));
+        for (slot, piece) in waiting.drain(..) {
             let (wait, keys) = self.must_wait(&piece);
             if wait {
                 // Still waiting, now perhaps for entries that did not exist when it first
@@ -1390,13 +1429,15 @@ impl Array {
                 for k in keys {
                     self.promote(k);
                 }
-                self.blocked_cover.add(&piece);
                 self.blocked.push_back((slot, piece));
             } else {
+                self.blocked_cover.remove(&piece);
                 self.host.drop_part(slot);
                 self.start_write(now, slot, piece);
             }
         }
+        // Kept for the next release: no allocation per release.
+        self.blocked_spare = waiting;
     }
 
     fn part_done(&mut self, now: Nanos, slot_id: usize, f: &InFlight) {

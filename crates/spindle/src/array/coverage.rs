@@ -1,6 +1,9 @@
 //! A filter before a search for overlapping pieces: counts of pieces per granule.
 
+use super::piece_index::GranuleHasher;
 use crate::layout::{Layout, Piece};
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 /// Counts of pieces per granule of the layout's data (a granule: `1 << shift` sectors of one
 /// column, at most about a million granules in all): a filter before a search for
@@ -8,9 +11,10 @@ use crate::layout::{Layout, Piece};
 pub(super) struct Coverage {
     shift: u32,
     column_granules: u64,
-    counts: Vec<u32>,
-    /// Bit g: granule g's count is not zero. What [`Coverage::any`] reads: 1/32 of the
-    /// counts' memory, so it mostly stays in cache.
+    /// The counts of the granules some piece touches: the pieces are few (the blocked
+    /// writes), so a small map that stays in cache, not a count per granule of the data.
+    counts: HashMap<u32, u32, BuildHasherDefault<GranuleHasher>>,
+    /// Bit g: granule g's count is not zero. What [`Coverage::any`] reads.
     nonzero: Vec<u64>,
 }
 
@@ -22,7 +26,7 @@ impl Coverage {
             return Coverage {
                 shift: 0,
                 column_granules: 0,
-                counts: Vec::new(),
+                counts: HashMap::default(),
                 nonzero: Vec::new(),
             };
         }
@@ -35,7 +39,7 @@ impl Coverage {
         Coverage {
             shift,
             column_granules,
-            counts: vec![0; granules],
+            counts: HashMap::default(),
             nonzero: vec![0; granules.div_ceil(64)],
         }
     }
@@ -52,8 +56,9 @@ impl Coverage {
 
     pub(super) fn add(&mut self, p: &Piece) {
         for g in self.range(p.column, p.offset, p.sectors) {
-            self.counts[g] += 1;
-            if self.counts[g] == 1 {
+            let count = self.counts.entry(g as u32).or_insert(0);
+            *count += 1;
+            if *count == 1 {
                 self.nonzero[g / 64] |= 1 << (g % 64);
             }
         }
@@ -61,8 +66,10 @@ impl Coverage {
 
     pub(super) fn remove(&mut self, p: &Piece) {
         for g in self.range(p.column, p.offset, p.sectors) {
-            self.counts[g] -= 1;
-            if self.counts[g] == 0 {
+            let count = self.counts.get_mut(&(g as u32)).expect("a counted granule");
+            *count -= 1;
+            if *count == 0 {
+                self.counts.remove(&(g as u32));
                 self.nonzero[g / 64] &= !(1 << (g % 64));
             }
         }

@@ -28,9 +28,6 @@ pub(super) struct Entry {
     pub key: Key,
     /// The newest write accepted for the piece.
     pub version: u64,
-    /// The write that created the entry: an entry later made for the same piece is
-    /// another one.
-    pub created: u64,
     /// The newest write acknowledged (0: none yet; every copy holds the old data).
     pub acked: u64,
     /// Copies holding the acknowledged data: bit m·Dr + k for replica k on mirror m.
@@ -44,10 +41,15 @@ pub(super) struct Entry {
 pub(super) struct Table {
     entries: Slab<Entry>,
     index: PieceIndex,
-    /// Entries in creation order, for the NVRAM limit: (id, key, `created`). An entry that
-    /// has gone leaves its element behind, skipped when reached: (key, `created`) names
-    /// one entry ever, so a reused id is told apart.
-    order: VecDeque<(EntryId, Key, u64)>,
+    /// Entries in creation order, for the NVRAM limit: (id, serial number of the
+    /// insertion). An entry that has gone or been promoted leaves its element behind,
+    /// skipped when reached.
+    order: VecDeque<(EntryId, u64)>,
+    /// Per id, the serial number of the entry there if it is in `order` and not promoted,
+    /// else 0: what skipping an element reads, a small array that stays in cache rather
+    /// than the entry itself.
+    waiting: Vec<u64>,
+    serial: u64,
 }
 
 impl Table {
@@ -57,6 +59,8 @@ impl Table {
             entries: Slab::with_capacity(if used { 1024 } else { 0 }),
             index: PieceIndex::new(layout, used),
             order: VecDeque::new(),
+            waiting: Vec::new(),
+            serial: 0,
         }
     }
 
@@ -71,12 +75,17 @@ impl Table {
     /// Adds entry `e` (no entry holds its piece); `ordered`: it counts against the NVRAM
     /// limit, in creation order.
     pub fn insert(&mut self, e: Entry, ordered: bool) -> EntryId {
-        let (key, created) = (e.key, e.created);
+        let (key, promoted) = (e.key, e.promoted);
         debug_assert!(self.find(key).is_none(), "one entry per piece");
         let id = self.entries.insert(e);
         self.index.insert(key, id);
         if ordered {
-            self.order.push_back((id, key, created));
+            self.serial += 1;
+            self.order.push_back((id, self.serial));
+            if self.waiting.len() <= id {
+                self.waiting.resize(id + 1, 0);
+            }
+            self.waiting[id] = if promoted { 0 } else { self.serial };
         }
         id
     }
@@ -84,7 +93,18 @@ impl Table {
     pub fn remove(&mut self, id: EntryId) -> Entry {
         let e = self.entries.remove(id);
         self.index.remove(e.key, id);
+        if let Some(w) = self.waiting.get_mut(id) {
+            *w = 0;
+        }
         e
+    }
+
+    /// Marks entry `id` promoted (its delayed writes moved to the foreground).
+    pub fn mark_promoted(&mut self, id: EntryId) {
+        self.entries[id].promoted = true;
+        if let Some(w) = self.waiting.get_mut(id) {
+            *w = 0;
+        }
     }
 
     /// The entry of exactly this piece.
@@ -118,12 +138,9 @@ impl Table {
     /// The oldest entry still counted in creation order that is not promoted, taken off
     /// the order (with the gone or promoted ones before it).
     pub fn pop_oldest_unpromoted(&mut self) -> Option<EntryId> {
-        while let Some((id, key, created)) = self.order.pop_front() {
-            if self
-                .entries
-                .get(id)
-                .is_some_and(|e| e.key == key && e.created == created && !e.promoted)
-            {
+        while let Some((id, serial)) = self.order.pop_front() {
+            if self.waiting[id] == serial {
+                debug_assert!(!self.entries[id].promoted);
                 return Some(id);
             }
         }

@@ -334,17 +334,16 @@ impl InitialPlacement {
 }
 
 impl InitialPlacement {
-    /// Column `c`'s slots in column order ([`InitialPlacement::slot`] of 0, 1, …): one
-    /// formula per stripe unit in an even layout.
-    fn column_slots(&self, c: usize) -> Box<dyn Iterator<Item = BlockId> + '_> {
+    /// Column `c`'s slots in column order ([`InitialPlacement::slot`] of 0, 1, …) as runs
+    /// `(first, blocks)`: a stripe unit each in an even layout, one block each at random.
+    fn column_runs(&self, c: usize) -> Box<dyn Iterator<Item = (BlockId, u32)> + '_> {
         if !self.random.is_empty() {
-            return Box::new(self.random[c].iter().copied());
+            return Box::new(self.random[c].iter().map(|&b| (b, 1)));
         }
         let (blocks, unit) = (self.per_column[c], self.unit);
-        Box::new((0..blocks.div_ceil(unit)).flat_map(move |u| {
+        Box::new((0..blocks.div_ceil(unit)).map(move |u| {
             let i = u * unit;
-            let first = self.slot(c, i);
-            first..first + unit.min(blocks - i)
+            (self.slot(c, i), unit.min(blocks - i))
         }))
     }
 }
@@ -558,9 +557,10 @@ impl EwArray {
             .map(|c| {
                 let mut band = bands[c].clone();
                 debug_assert!(placement
-                    .column_slots(c)
+                    .column_runs(c)
+                    .flat_map(|(b, n)| b..b + n)
                     .eq((0..per_column[c]).map(|i| slot_of(c, i))));
-                band.allocate_sorted(placement.column_slots(c));
+                band.allocate_sorted(placement.column_runs(c));
                 band
             })
             .collect();

@@ -479,33 +479,44 @@ impl FreeSpace {
         }
     }
 
-    /// Marks each of `blocks` (strictly increasing) used: [`FreeSpace::allocate`] of one
-    /// block each, in one pass over the segments (building a disk's initial state).
-    pub fn allocate_sorted(&mut self, blocks: impl IntoIterator<Item = BlockId>) {
-        let mut si = 0usize;
-        let mut prev: Option<BlockId> = None;
-        for b in blocks {
+    /// Marks each block of `runs` (`(first block, blocks)`, increasing, disjoint) used:
+    /// [`FreeSpace::allocate`] of one block each, in one pass over the segments and up to a
+    /// word at a time (building a disk's initial state: a stripe unit is one run).
+    pub fn allocate_sorted(&mut self, runs: impl IntoIterator<Item = (BlockId, u32)>) {
+        let (mut si, mut next) = (0usize, 0);
+        for (mut b, mut len) in runs {
+            assert!(b >= next, "runs to allocate are increasing and disjoint");
+            let end = u64::from(b) + u64::from(len);
             assert!(
-                prev.is_none_or(|p| p < b),
-                "blocks to allocate are strictly increasing"
+                end <= u64::from(self.blocks),
+                "block {end} beyond {}",
+                self.blocks
             );
-            prev = Some(b);
-            assert!(b < self.blocks, "block {b} beyond {}", self.blocks);
-            while self.segs[si].first_block + self.segs[si].blocks <= b {
-                si += 1;
+            next = b + len;
+            while len > 0 {
+                while self.segs[si].first_block + self.segs[si].blocks <= b {
+                    si += 1;
+                }
+                let s = &self.segs[si];
+                let k = len.min(s.first_block + s.blocks - b);
+                let (mut j, end) = (b - s.first_block, b - s.first_block + k);
+                while j < end {
+                    let n = (64 - j % 64).min(end - j);
+                    let m = (u64::MAX >> (64 - n)) << (j % 64);
+                    let w = s.word as usize + (j / 64) as usize;
+                    assert!(self.bits[w] & m == m, "a block of {b}..{end} is not free");
+                    self.bits[w] &= !m;
+                    j += n;
+                }
+                self.seg_free[si] -= k;
+                let c = (s.cylinder - self.cyl_lo) as usize;
+                self.cyl_free[c] -= k;
+                if self.cyl_free[c] == 0 {
+                    self.nonfull.clear(c);
+                }
+                self.free -= k;
+                (b, len) = (b + k, len - k);
             }
-            let s = &self.segs[si];
-            let j = b - s.first_block;
-            let (w, m) = (s.word as usize + (j / 64) as usize, 1u64 << (j % 64));
-            assert!(self.bits[w] & m != 0, "block {b} is not free");
-            self.bits[w] &= !m;
-            self.seg_free[si] -= 1;
-            let c = (s.cylinder - self.cyl_lo) as usize;
-            self.cyl_free[c] -= 1;
-            if self.cyl_free[c] == 0 {
-                self.nonfull.clear(c);
-            }
-            self.free -= 1;
         }
     }
 

@@ -40,7 +40,8 @@ pub struct AngleRing {
 pub struct Seen {
     /// The copy's angle still to turn once the overhead is paid, `r` in `0..p`.
     pub r: u64,
-    /// Its positioning time and arrival order: the key SATF minimises.
+    /// Its positioning time and arrival order, the key SATF minimises: `before + r`, so
+    /// meaningful only for a copy reached in time (the walk weighs no other).
     pub key: (crate::Span, u64),
     /// Whether the arm gets there before the sector first comes round (seek ≤ `r`).
     pub in_time: bool,
@@ -85,6 +86,17 @@ impl AngleRing {
         if let Some(moved) = bucket.get(pos as usize) {
             self.at[moved.i as usize].1 = pos;
         }
+    }
+
+    /// Copy `from` (in the ring) is now copy `to` of the scheduler's table.
+    pub fn relabel(&mut self, from: u32, to: u32) {
+        let (b, pos) = std::mem::replace(&mut self.at[from as usize], (u32::MAX, u32::MAX));
+        assert!(b != u32::MAX, "copy {from} is in the ring");
+        self.buckets[b as usize][pos as usize].i = to;
+        if self.at.len() <= to as usize {
+            self.at.resize(to as usize + 1, (u32::MAX, u32::MAX));
+        }
+        self.at[to as usize] = (b, pos);
     }
 
     /// The copies of `op` in the order the platter brings them round from angle `a0` (ns

@@ -248,36 +248,19 @@ impl Scheduler for CLook {
 pub struct Satf {
     age_bound: Option<crate::Span>,
     stats: SchedStats,
-    /// The queue: a slab, `None` for a free slot.
-    slab: Vec<Option<DiskRequest>>,
-    free: Vec<u32>,
-    len: usize,
+    /// The queue, dense: taking a request moves the last one into its slot, so a scan
+    /// reads no free slots (a queue that once held many holds few again).
+    slab: Vec<DiskRequest>,
     /// Slot `s`'s copies are `copies[s * stride..][..stride]`, unused ones [`SatfCopy::NONE`].
     copies: Vec<SatfCopy>,
     stride: usize,
     /// Live copies.
     live: usize,
     ring: Option<AngleRing>,
-    /// The slot of each queued request, by id.
-    slot_of: std::collections::HashMap<u64, u32, std::hash::BuildHasherDefault<IdHasher>>,
-}
-
-/// A hasher for request ids (distinct integers): one multiplication, no SipHash.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
+    /// Each slot's request id, its low 32 bits, apart: a removal by id scans this dense
+    /// array (a few cache lines even for a delayed-write queue), no hash table to keep up
+    /// per push and take.
+    ids: Vec<u32>,
 }
 
 /// One copy a queued request may be served from, as the scan reads it.
@@ -328,21 +311,18 @@ impl Satf {
             age_bound: q.age_bound,
             stats: q.stats,
             slab: Vec::with_capacity(64),
-            free: Vec::new(),
-            len: 0,
             copies: Vec::with_capacity(64),
             stride: 1,
             live: 0,
             ring: None,
-            slot_of: Default::default(),
+            ids: Vec::with_capacity(64),
         }
     }
 
-    /// Takes the request in `slot` out of the queue.
+    /// Takes the request in `slot` out of the queue; the last slot's request moves in.
     fn take_slot(&mut self, slot: u32) -> DiskRequest {
-        let r = self.slab[slot as usize].take().expect("a live slot");
-        self.slot_of.remove(&r.id);
-        let at = slot as usize * self.stride;
+        let (s, last) = (slot as usize, self.slab.len() - 1);
+        let at = s * self.stride;
         for i in at..at + self.stride {
             if self.copies[i].seq != u64::MAX {
                 self.live -= 1;
@@ -354,10 +334,39 @@ impl Satf {
         if self.live < Self::RING_UNTIL {
             self.ring = None;
         }
-        self.copies[at..at + self.stride].fill(SatfCopy::NONE);
-        self.free.push(slot);
-        self.len -= 1;
+        let r = self.slab.swap_remove(s);
+        self.ids.swap_remove(s);
+        if s != last {
+            let from = last * self.stride;
+            for j in 0..self.stride {
+                let c = self.copies[from + j];
+                self.copies[at + j] = c;
+                if let Some(ring) = self.ring.as_mut().filter(|_| c.seq != u64::MAX) {
+                    ring.relabel((from + j) as u32, (at + j) as u32);
+                }
+            }
+        }
+        self.copies.truncate(last * self.stride);
         r
+    }
+
+    /// The slot of request `id`: sixteen ids at a time, compared without an early exit
+    /// (vector compares), as a delayed-write queue holds hundreds; a slot whose low bits
+    /// match is checked against the whole id.
+    fn slot_of(&self, id: u64) -> Option<usize> {
+        const W: usize = 16;
+        let low = id as u32;
+        let is = |i: usize| self.ids[i] == low && self.slab[i].id == id;
+        let chunks = self.ids.chunks_exact(W);
+        let whole = self.ids.len() - chunks.remainder().len();
+        for (c, chunk) in chunks.enumerate() {
+            if chunk.iter().fold(false, |hit, &x| hit | (x == low)) {
+                if let Some(i) = (c * W..(c + 1) * W).find(|&i| is(i)) {
+                    return Some(i);
+                }
+            }
+        }
+        (whole..self.ids.len()).find(|&i| is(i))
     }
 
     /// Widens every slot to `stride` copies.
@@ -390,8 +399,9 @@ impl Satf {
         self.ring = Some(ring);
     }
 
-    /// The slot minimising `(positioning time, seq)`.
-    fn argmin(&self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<u32> {
+    /// The slot minimising `(positioning time, seq)`, and for a scan the entry of its
+    /// `replicas` to serve.
+    fn argmin(&self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<(u32, Option<usize>)> {
         let p = drive.period().0;
         // Per op: the overhead paid before the seek, and the platter angle (ns into the
         // revolution, phase included) once it is paid; `Drive::rotational_wait` sees the
@@ -443,9 +453,15 @@ impl Satf {
             );
             (t, seek, op)
         };
+        // A walk keeps only copies reached in time, whose time is `before + r`: the full
+        // prediction (and its rotational wait) is needed for no other.
         let price = |c: &SatfCopy| -> Seen {
-            let (t, seek, op) = time(c);
-            let (before, a0) = if op == Op::Write { write } else { read };
+            let (op, (before, a0)) = if c.write {
+                (Op::Write, write)
+            } else {
+                (Op::Read, read)
+            };
+            let seek = drive.seek_span(head.cylinder, head.head, c.chs, op);
             // The angle still to turn once the overhead is paid; a copy reached within it
             // costs exactly `before + r`.
             let angle = if c.angle_ns < p {
@@ -459,10 +475,10 @@ impl Satf {
                 angle + p - a0
             };
             let in_time = seek.0 <= r;
-            debug_assert!(!in_time || t == before + crate::Span(r));
+            debug_assert!(!in_time || time(c).0 == before + crate::Span(r));
             Seen {
                 r,
-                key: (t, c.seq),
+                key: (before + crate::Span(r), c.seq),
                 in_time,
             }
         };
@@ -500,7 +516,11 @@ impl Satf {
                 }
             }
         }
-        best.map(|(_, i)| u32::try_from(i / self.stride).expect("slot fits u32"))
+        let slot = |i: usize| u32::try_from(i / self.stride).expect("slot fits u32");
+        // A scan in copy order keeps, of the winner's copies, the first quickest: the one
+        // `Replicas::best` names. A ring walk meets them in angle order, so it does not say.
+        let scanned = self.ring.is_none();
+        best.map(|(_, i)| (slot(i), scanned.then_some(i % self.stride)))
     }
 }
 
@@ -517,17 +537,15 @@ impl Scheduler for Satf {
         if r.replicas.len() > self.stride {
             self.restride(r.replicas.len());
         }
-        let slot = match self.free.pop() {
-            Some(s) => s,
-            None => {
-                self.slab.push(None);
-                self.copies
-                    .extend(std::iter::repeat_n(SatfCopy::NONE, self.stride));
-                u32::try_from(self.slab.len() - 1).expect("queue fits u32")
-            }
-        };
-        let before = self.slot_of.insert(r.id, slot);
-        assert!(before.is_none(), "request {} queued twice", r.id);
+        let slot = u32::try_from(self.slab.len()).expect("queue fits u32");
+        self.copies
+            .extend(std::iter::repeat_n(SatfCopy::NONE, self.stride));
+        debug_assert!(
+            self.slot_of(r.id).is_none(),
+            "request {} queued twice",
+            r.id
+        );
+        self.ids.push(r.id as u32);
         let at = slot as usize * self.stride;
         for i in 0..r.replicas.len() {
             let t = r.replicas.get(i).1;
@@ -542,11 +560,10 @@ impl Scheduler for Satf {
                 ring.insert(self.copies[at + i].in_ring(at + i), r.op);
             }
         }
-        self.slab[slot as usize] = Some(r);
-        self.len += 1;
+        self.slab.push(r);
     }
     fn pick(&mut self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<Pick> {
-        if self.len == 0 {
+        if self.slab.is_empty() {
             return None;
         }
         // The age bound first: the oldest request, if it has waited too long.
@@ -555,7 +572,6 @@ impl Scheduler for Satf {
                 .slab
                 .iter()
                 .enumerate()
-                .filter_map(|(i, r)| r.as_ref().map(|r| (i, r)))
                 .min_by_key(|(_, r)| r.seq)
                 .expect("the queue is not empty");
             if now.saturating_since(oldest.queued_at) > bound {
@@ -569,17 +585,31 @@ impl Scheduler for Satf {
             self.build_ring(drive.period().0);
         }
         // RSATF: a request costs its quickest replica.
-        let slot = self.argmin(now, head, drive)?;
+        let (slot, replica) = self.argmin(now, head, drive)?;
         self.stats.picks += 1;
         let r = self.take_slot(slot);
-        Some(Pick::closest(r, now, head, drive))
+        Some(match replica {
+            Some(replica) => {
+                debug_assert_eq!(
+                    Pick::closest(r.clone(), now, head, drive).replica,
+                    replica,
+                    "the scan's replica is the quickest"
+                );
+                Pick {
+                    request: r,
+                    replica,
+                    via_cylinder: None,
+                }
+            }
+            None => Pick::closest(r, now, head, drive),
+        })
     }
     fn remove(&mut self, id: u64) -> Option<DiskRequest> {
-        let slot = *self.slot_of.get(&id)?;
+        let slot = self.slot_of(id)? as u32;
         Some(self.take_slot(slot))
     }
     fn len(&self) -> usize {
-        self.len
+        self.slab.len()
     }
     fn stats(&self) -> SchedStats {
         self.stats

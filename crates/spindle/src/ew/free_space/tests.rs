@@ -705,7 +705,7 @@ fn allocate_sorted_is_allocate_of_each_block() {
     for &b in &chosen {
         one.allocate(b, 1);
     }
-    bulk.allocate_sorted(chosen.iter().copied());
+    bulk.allocate_sorted(chosen.iter().map(|&b| (b, 1)));
     assert_eq!(one.free_blocks(), bulk.free_blocks());
     assert_eq!(one.bits, bulk.bits);
     assert_eq!(one.seg_free, bulk.seg_free);
