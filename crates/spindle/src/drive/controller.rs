@@ -594,7 +594,7 @@ impl Controller {
             let covered = ready.len() as u32;
             let mut log = BusLog::new(p.bus_sector);
             let fed = self.read_ahead.as_ref().is_some_and(|ra| ra.segment == seg);
-            let partial = covered < x.sectors && !fed && x.sectors <= c.segment_sectors;
+            let partial = covered < x.sectors && !fed;
             // Sectors still on their way from the read-ahead cross as they come, the drive
             // letting go of the bus when it has sent all that is buffered and reconnecting
             // at the water mark, as for a miss (`disk_reconnection_or_transfer_complete`).
@@ -658,16 +658,49 @@ impl Controller {
                     overhead = miss;
                     times[k0 as usize - 1].1.max(now + miss + disconnect) + reselect
                 };
-                end =
-                    self.read_interface(p, connected, &times, k0, (disconnect, reselect), &mut log);
+                let seg_size = u64::from(c.segment_sectors).max(1);
+                let media_end = if n <= seg_size {
+                    end = self.read_interface(
+                        p,
+                        connected,
+                        &times,
+                        k0,
+                        (disconnect, reselect),
+                        &mut log,
+                    );
+                    a.end
+                } else {
+                    // Larger than its segment: the media stops while the segment is full
+                    // of sectors the host has not taken, the cached ones first.
+                    let bus = ReadBus {
+                        start: connected,
+                        sector: p.bus_sector,
+                        size: seg_size,
+                        hold: c.hold_bus_read || c.never_disconnect,
+                        mark: k0,
+                        disconnect,
+                        reselect,
+                    };
+                    let pre = u64::from(covered);
+                    let (e, media_end, _) = read_media_segmented(
+                        drive,
+                        &self.head,
+                        (rest, pre),
+                        &times[covered as usize..],
+                        &bus,
+                        &mut log,
+                    );
+                    end = e;
+                    media_end
+                };
                 self.head.cylinder = a.end_cylinder;
                 self.head.head = a.end_head;
-                self.mech_free = a.end;
+                self.mech_free = media_end;
                 self.segments[seg].end = self.segments[seg]
                     .end
                     .max(rest.lba + u64::from(rest.sectors));
                 // The media access goes on into the read-ahead, as after a miss.
-                self.start_read_ahead(drive, p, seg, x_end, a.end);
+                self.start_read_ahead(drive, p, seg, x_end, media_end);
             } else if covered < x.sectors {
                 let rest = Transfer {
                     op: Op::Read,
@@ -819,7 +852,7 @@ impl Controller {
                 reselect,
             };
             let (end, media_end, lead) =
-                read_media_segmented(drive, &self.head, x, &times, &bus, &mut log);
+                read_media_segmented(drive, &self.head, (x, 0), &times, &bus, &mut log);
             loop_lead = lead;
             (end, media_end)
         };

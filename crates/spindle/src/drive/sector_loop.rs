@@ -477,20 +477,23 @@ pub(super) struct ReadBus {
 /// the disconnect, once the high water mark of sectors, or the rest, is buffered. Returns
 /// when the last sector has crossed the interface, when the media read ends and how far
 /// the sector loop then runs ahead of the platter on the last track; the pieces sent go to
-/// `log`.
+/// `log`. The request's first `pre` sectors are in the buffer already (a partial hit); `x`
+/// and `times` are the rest, read from the media.
 pub(super) fn read_media_segmented(
     drive: &Drive,
     head: &HeadState,
-    x: Transfer,
+    (x, pre): (Transfer, u64),
     times: &[(Nanos, Nanos)],
     bus: &ReadBus,
     log: &mut BusLog,
 ) -> (Nanos, Nanos, Span) {
-    let n = times.len() as u64;
+    let n = pre + times.len() as u64;
     struct Sim<'a> {
         bus: &'a ReadBus,
         log: &'a mut BusLog,
         n: u64,
+        /// Sectors buffered before the media starts.
+        pre: u64,
         state: BusState,
         /// Sectors sent at the end of the last piece.
         out: u64,
@@ -585,23 +588,27 @@ pub(super) fn read_media_segmented(
         }
         fn may_pass(&self, j: u64, due: Nanos) -> bool {
             // (The host always takes what is buffered.)
-            j - self.log.sent(due).min(j) < self.bus.size
+            let k = self.pre + j;
+            k - self.log.sent(due).min(k) < self.bus.size
         }
         fn passed(&mut self, j: u64) {
-            self.buffered = j + 1;
+            self.buffered = self.pre + j + 1;
             self.when.push(self.now);
         }
     }
+    let mut when = Vec::with_capacity(n as usize);
+    when.resize(pre as usize, bus.start);
     let mut sim = Sim {
         bus,
         log,
         n,
+        pre,
         state: BusState::Reconnecting { at: bus.start },
         out: 0,
-        buffered: 0,
+        buffered: pre,
         done: bus.start,
         now: Nanos::ZERO,
-        when: Vec::with_capacity(n as usize),
+        when,
     };
     let (end, lead) = segment_walk(drive, head, x, times, Op::Read, &mut sim);
     // The media is done: the interface sends the rest.
@@ -683,7 +690,7 @@ mod tests {
             reselect: Span::ZERO,
         };
         let mut log = BusLog::new(bus.sector);
-        let (done, _, _) = read_media_segmented(&d, &head, x, &times, &bus, &mut log);
+        let (done, _, _) = read_media_segmented(&d, &head, (x, 0), &times, &bus, &mut log);
         assert_eq!(done, times[0].1 + Span::from_ms_f64(0.1) * 40);
     }
 }
