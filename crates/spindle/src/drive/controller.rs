@@ -478,6 +478,26 @@ impl Controller {
         t
     }
 
+    /// The interface side of a read larger than its segment, first connected at `start`,
+    /// reconnecting at `mark` sectors.
+    fn read_bus(
+        p: &Params,
+        start: Nanos,
+        mark: u64,
+        (disconnect, reselect): (Span, Span),
+    ) -> ReadBus {
+        let c = &p.spec;
+        ReadBus {
+            start,
+            sector: p.bus_sector,
+            size: u64::from(c.segment_sectors).max(1),
+            hold: c.hold_bus_read || c.never_disconnect,
+            mark,
+            disconnect,
+            reselect,
+        }
+    }
+
     fn read<R: Rng>(
         &mut self,
         drive: &Drive,
@@ -672,15 +692,7 @@ impl Controller {
                 } else {
                     // Larger than its segment: the media stops while the segment is full
                     // of sectors the host has not taken, the cached ones first.
-                    let bus = ReadBus {
-                        start: connected,
-                        sector: p.bus_sector,
-                        size: seg_size,
-                        hold: c.hold_bus_read || c.never_disconnect,
-                        mark: k0,
-                        disconnect,
-                        reselect,
-                    };
+                    let bus = Self::read_bus(p, connected, k0, (disconnect, reselect));
                     let pre = u64::from(covered);
                     let (e, media_end, _) = read_media_segmented(
                         drive,
@@ -842,15 +854,7 @@ impl Controller {
         } else {
             // A read larger than its segment: the media stops reading while the segment
             // is full of sectors the host has not taken.
-            let bus = ReadBus {
-                start: bus_start,
-                sector: p.bus_sector,
-                size: seg_size,
-                hold: c.hold_bus_read || c.never_disconnect,
-                mark: k0,
-                disconnect,
-                reselect,
-            };
+            let bus = Self::read_bus(p, bus_start, k0, (disconnect, reselect));
             let (end, media_end, lead) =
                 read_media_segmented(drive, &self.head, (x, 0), &times, &bus, &mut log);
             loop_lead = lead;
