@@ -1,0 +1,497 @@
+//! Reads: hits on buffered data or on data the read-ahead is still bringing in, partial
+//! hits, misses, and the interface transfer of each (DiskSim `disk_read_arrive`,
+//! `disk_reconnection_or_transfer_complete`).
+
+use super::{track_of, Controller, Params, ReadAhead, Segment, Service};
+use crate::drive::mech::{Access, Drive, Transfer};
+use crate::drive::sector_loop::{read_media_segmented, BusLog, ReadBus};
+use crate::{Nanos, Op, Span};
+use rand::Rng;
+
+impl Controller {
+    /// A read miss's sectors over an interface that lets go of the bus when it has sent
+    /// everything buffered (DiskSim `disk_reconnection_or_transfer_complete`: each transfer
+    /// moves what is buffered; with nothing left it holds the bus only with "Hold bus entire
+    /// read xfer" or "Never disconnect", else it disconnects, taking the read disconnect
+    /// overhead, and `disk_request_needs_bus` reconnects once that is done and `mark` more
+    /// sectors, or all the rest, are buffered, paying the reselection and data preparation
+    /// again). `ready[k]` is when sector k is buffered
+    /// (non-decreasing); the bus is first connected at `connected`. Returns when the last
+    /// sector has gone; the pieces sent go to `log`.
+    pub(super) fn read_interface(
+        &self,
+        p: &Params,
+        connected: Nanos,
+        ready: &[(Nanos, Nanos)],
+        mark: u64,
+        (disconnect, reselect): (Span, Span),
+        log: &mut BusLog,
+    ) -> Nanos {
+        let c = &p.spec;
+        let hold = c.hold_bus_read || c.never_disconnect;
+        let n = ready.len();
+        let (mut t, mut sent) = (connected, 0usize);
+        while sent < n {
+            let buffered = ready.partition_point(|r| r.1 <= t);
+            if buffered > sent {
+                log.piece(t, sent as u64, (buffered - sent) as u64);
+                t += p.bus_sector * (buffered - sent) as u64;
+                sent = buffered;
+            } else if hold {
+                t = ready[sent].1;
+            } else {
+                // The disconnect takes the read disconnect overhead; the bus is checked
+                // again when it is done (`disk_disconnect`) and at each sector event after.
+                let need = (sent as u64 + mark.max(1)).min(n as u64) as usize;
+                t = ready[need - 1].1.max(t + disconnect) + reselect;
+            }
+        }
+        t
+    }
+
+    /// The interface side of a read larger than its segment, first connected at `start`,
+    /// reconnecting at `mark` sectors.
+    pub(super) fn read_bus(
+        p: &Params,
+        start: Nanos,
+        mark: u64,
+        (disconnect, reselect): (Span, Span),
+    ) -> ReadBus {
+        let c = &p.spec;
+        ReadBus {
+            start,
+            sector: p.bus_sector,
+            size: u64::from(c.segment_sectors).max(1),
+            hold: c.hold_bus_read || c.never_disconnect,
+            mark,
+            disconnect,
+            reselect,
+        }
+    }
+
+    pub(super) fn read<R: Rng>(
+        &mut self,
+        drive: &Drive,
+        p: &Params,
+        now: Nanos,
+        x: Transfer,
+        rng: Option<&mut R>,
+    ) -> Service {
+        let c = &p.spec;
+        // A hit needs its first sector in the buffer when the request arrives: one the
+        // read-ahead has yet to reach is a miss (DiskSim `disk_buffer_check_read_segments`
+        // looks only at `startblkno..endblkno`, what is read; "Allow almost read hits" is
+        // not modelled).
+        let first = self
+            .ready_at(drive, now, x.lba)
+            .filter(|&(_, ready)| ready <= now);
+        let hit = c.enable_caching > 0 && first.is_some();
+        let overhead = match (hit, self.after_read()) {
+            (true, true) => p.t.read_hit_after_read,
+            (true, false) => p.t.read_hit_after_write,
+            (false, _) => self.read_miss_overhead(p),
+        };
+        let mut overhead = overhead;
+        let mut begin = now + overhead + p.t.data_preparation;
+        // Nor can a hit on another segment stop a read-ahead short of its minimum
+        // (`disk_buffer_stopable_access`): it waits for the read-ahead to reach it.
+        let other = self
+            .read_ahead
+            .as_ref()
+            .is_some_and(|ra| Some(ra.segment) != first.map(|f| f.0));
+        let ra_busy = if hit && !c.never_disconnect && other {
+            self.read_ahead_unstoppable_until(drive, c, now)
+        } else {
+            None
+        };
+        if let Some(h) = ra_busy {
+            overhead = self.read_miss_overhead(p);
+            let disconnect = self.read_disconnect(p);
+            self.stop_read_ahead(drive, h);
+            begin =
+                (now + overhead + disconnect).max(h) + p.t.first_reselect + p.t.data_preparation;
+        } else if hit && !c.never_disconnect && self.destage_end > now {
+            // Likewise, a hit arriving while write-back data is being destaged cannot take the
+            // mechanism's place (DiskSim `disk_buffer_stopable_access`: a writing access
+            // stops only for an append): the drive disconnects after the read-miss command
+            // overhead and the read disconnect overhead (`disk_read_arrive`), and once the
+            // destage is done reconnects (first reselection and data preparation) to send
+            // the data.
+            overhead = self.read_miss_overhead(p);
+            let disconnect = self.read_disconnect(p);
+            begin = (now + overhead + disconnect).max(self.destage_end)
+                + p.t.first_reselect
+                + p.t.data_preparation;
+        }
+        if hit {
+            // Sectors present or on their way from the read-ahead; any beyond it are a miss
+            // of the remainder, served after the read-ahead's last sector.
+            let (seg, _) = first.expect("hit");
+            let x_end = x.lba + u64::from(x.sectors);
+            // A hit moves the read-ahead's goal to the maximum read-ahead past this request
+            // (DiskSim `disk_buffer_attempt_seg_ownership`: maxreadaheadblkno = max(old,
+            // end + maximum read-ahead)), so a sequential stream of hits keeps being read
+            // ahead of.
+            let goal = Self::read_ahead_goal(drive, c, x_end);
+            // The hit's segment is set up for it: its read-ahead may not be stopped before
+            // the minimum read-ahead past this request (`disk_buffer_set_segment`).
+            if let Some(ra) = self.read_ahead.as_mut().filter(|ra| ra.segment == seg) {
+                ra.min_until = ra.min_until.max(Self::min_read_ahead_end(drive, c, x_end));
+            }
+            if let Some(goal) = goal {
+                // A read-ahead that reached its goal before this request has stopped: the
+                // mechanism is idle, and what it read is in the segment.
+                let finished = self
+                    .read_ahead
+                    .as_ref()
+                    .is_some_and(|ra| ra.first(drive, ra.until - ra.from).end <= now);
+                if finished {
+                    self.stop_read_ahead(drive, now);
+                }
+                match self.read_ahead.as_mut() {
+                    Some(ra) if ra.segment == seg => ra.until = ra.until.max(goal),
+                    Some(_) => {}
+                    None => {
+                        // The idle mechanism resumes reading where the segment's data ends
+                        // — for the rest of a partial hit, or ahead of a full one if the
+                        // drive reads ahead on idle hits (DiskSim `disk_check_hda_pending`)
+                        // — once the command overhead is done (a read's mechanical activity
+                        // waits for the read-miss overhead, `disk_read_arrive`).
+                        let from = self.segments[seg].end;
+                        if from < goal && (from < x_end || c.read_ahead_on_idle_hit) {
+                            let miss = self.read_miss_overhead(p);
+                            self.segments[seg].write_end = None;
+                            self.read_ahead = Some(ReadAhead {
+                                segment: seg,
+                                from,
+                                until: goal,
+                                min_until: Self::min_read_ahead_end(drive, c, x_end),
+                                began: (now + miss).max(self.mech_free),
+                                head: self.head,
+                            });
+                        }
+                    }
+                }
+            }
+            let mut ready = Vec::with_capacity(x.sectors as usize);
+            let mut lba = x.lba;
+            while lba < x.lba + u64::from(x.sectors) {
+                match self.ready_at(drive, now, lba) {
+                    Some((_, t)) => ready.push(t),
+                    None => break,
+                }
+                lba += 1;
+            }
+            let covered = ready.len() as u32;
+            let mut log = BusLog::new(p.bus_sector);
+            let fed = self.read_ahead.as_ref().is_some_and(|ra| ra.segment == seg);
+            let partial = covered < x.sectors && !fed;
+            // Sectors still on their way from the read-ahead cross as they come, the drive
+            // letting go of the bus when it has sent all that is buffered and reconnecting
+            // at the water mark, as for a miss (`disk_reconnection_or_transfer_complete`).
+            let mut end = if partial {
+                Nanos::ZERO
+            } else {
+                let n = u64::from(covered).max(1);
+                let k0 = Self::high_water_mark(c, u64::from(x.sectors)).clamp(1, n);
+                let disconnect = self.read_disconnect(p);
+                let reselect = p.t.first_reselect + p.t.data_preparation;
+                // A hit only partly buffered when it arrives goes at once only with "Immed
+                // transfer partial hit" or from the high water mark on (`disk_read_arrive`:
+                // `enough_ready_to_go`); else the drive disconnects like a miss.
+                let cached = ready.iter().filter(|&&t| t <= now).count() as u64;
+                let want = u64::from(x.sectors);
+                let short = !c.never_disconnect
+                    && !c.immediate_transfer_partial_hit
+                    && cached < want
+                    && cached < Self::high_water_mark(c, want).min(want);
+                let ready: Vec<(Nanos, Nanos)> = ready.into_iter().map(|t| (t, t)).collect();
+                let connected = if short {
+                    let miss = self.read_miss_overhead(p);
+                    overhead = miss;
+                    ready[k0 as usize - 1].1.max(now + miss + disconnect) + reselect
+                } else {
+                    begin
+                };
+                self.read_interface(p, connected, &ready, k0, (disconnect, reselect), &mut log)
+            };
+            if partial {
+                // A partial hit on cached data: the rest is read once the read-miss command
+                // overhead is done and the mechanism is free (`disk_read_arrive`). The
+                // cached part goes at once only with "Immed transfer partial hit", or when
+                // it reaches the high water mark, and only if the mechanism is not held
+                // by a destage or a read-ahead short of its minimum; otherwise the drive
+                // disconnects and reconnects at the water mark like a miss.
+                let rest = Transfer {
+                    op: Op::Read,
+                    lba,
+                    sectors: x.sectors - covered,
+                };
+                let miss = self.read_miss_overhead(p);
+                // The mechanism waits for a read-ahead short of its minimum even when the
+                // drive, never disconnecting, sends the cached part at once.
+                let busy = ra_busy.or_else(|| self.read_ahead_unstoppable_until(drive, c, now));
+                let t = (now + miss).max(self.mech_free).max(busy.unwrap_or(now));
+                self.stop_read_ahead(drive, t);
+                let mut times = Vec::with_capacity(x.sectors as usize);
+                times.resize(covered as usize, (now, now));
+                let a = drive.access_with_sector_times(t, &self.head, rest, rng, &mut times);
+                let n = u64::from(x.sectors);
+                let k0 = Self::high_water_mark(c, n).clamp(1, n);
+                let disconnect = self.read_disconnect(p);
+                let reselect = p.t.first_reselect + p.t.data_preparation;
+                let held = ra_busy.is_some() || self.destage_end > now;
+                let enough = c.never_disconnect
+                    || (!held && (c.immediate_transfer_partial_hit || u64::from(covered) >= k0));
+                let connected = if enough {
+                    begin
+                } else {
+                    overhead = miss;
+                    times[k0 as usize - 1].1.max(now + miss + disconnect) + reselect
+                };
+                let seg_size = u64::from(c.segment_sectors).max(1);
+                let media_end = if n <= seg_size {
+                    end = self.read_interface(
+                        p,
+                        connected,
+                        &times,
+                        k0,
+                        (disconnect, reselect),
+                        &mut log,
+                    );
+                    a.end
+                } else {
+                    // Larger than its segment: the media stops while the segment is full
+                    // of sectors the host has not taken, the cached ones first.
+                    let bus = Self::read_bus(p, connected, k0, (disconnect, reselect));
+                    let pre = u64::from(covered);
+                    let (e, media_end, _) = read_media_segmented(
+                        drive,
+                        &self.head,
+                        (rest, pre),
+                        &times[covered as usize..],
+                        &bus,
+                        &mut log,
+                    );
+                    end = e;
+                    media_end
+                };
+                self.head.cylinder = a.end_cylinder;
+                self.head.head = a.end_head;
+                self.mech_free = media_end;
+                self.segments[seg].end = self.segments[seg]
+                    .end
+                    .max(rest.lba + u64::from(rest.sectors));
+                // The media access goes on into the read-ahead, as after a miss.
+                self.start_read_ahead(drive, p, seg, x_end, media_end);
+            } else if covered < x.sectors {
+                let rest = Transfer {
+                    op: Op::Read,
+                    lba,
+                    sectors: x.sectors - covered,
+                };
+                // The read-ahead bringing in the first part reads on into the rest without
+                // stopping (the hit raises its goal past the request,
+                // `disk_buffer_attempt_seg_ownership`); an idle mechanism reads the rest
+                // once the read-miss command overhead is done (`disk_read_arrive`), while
+                // the cached part crosses the interface.
+                let t = match self
+                    .read_ahead
+                    .as_ref()
+                    .filter(|ra| ra.segment == seg)
+                    .map(|ra| ra.first(drive, ra.until - ra.from).end)
+                {
+                    Some(e) if e > now => e,
+                    _ => now + self.read_miss_overhead(p),
+                }
+                .max(self.mech_free);
+                self.stop_read_ahead(drive, t);
+                let mut times = Vec::with_capacity(rest.sectors as usize);
+                let a = drive.access_with_sector_times(
+                    t.max(self.mech_free),
+                    &self.head,
+                    rest,
+                    rng,
+                    &mut times,
+                );
+                let n = u64::from(rest.sectors);
+                // Once the interface has caught up it lets go of the bus and comes back at
+                // the high water mark, or for the rest, as for a miss
+                // (`disk_reconnection_or_transfer_complete`, `disk_request_needs_bus`).
+                let mark = Self::high_water_mark(c, u64::from(x.sectors)).clamp(1, n);
+                let disconnect = self.read_disconnect(p);
+                let reselect = p.t.first_reselect + p.t.data_preparation;
+                let mut rest_log = BusLog::new(p.bus_sector);
+                end = self.read_interface(
+                    p,
+                    end,
+                    &times,
+                    mark,
+                    (disconnect, reselect),
+                    &mut rest_log,
+                );
+                log.append(&rest_log, u64::from(covered));
+                self.head.cylinder = a.end_cylinder;
+                self.head.head = a.end_head;
+                self.mech_free = a.end;
+                self.segments[seg].end = self.segments[seg].end.max(rest.lba + n);
+                // The media access goes on into the read-ahead, as after a miss.
+                self.start_read_ahead(drive, p, seg, x_end, a.end);
+            }
+            // The hit owns its segment's read-ahead until its completion is sent. (With
+            // "Immediate buffer read" DiskSim's stalled loop reads the sectors after the
+            // one it waits for out of order, and they push the segment's start on
+            // (`immedstart..immedend`, `disk_buffer_segment_wrap`): not modelled; the
+            // read-ahead left running, whose start wraps with it, comes closer for a hit.)
+            if self.read_ahead.as_ref().is_some_and(|ra| ra.segment == seg)
+                && !c.immediate_buffer_read
+            {
+                self.hold_read_ahead(drive, p, &log, x.lba, (now, end));
+            }
+            // The segment is a circular buffer: sectors before the ones just sent to the host
+            // are the first to be overwritten, and are no longer counted on.
+            let s = &mut self.segments[seg];
+            s.used = self.clock;
+            s.start = s.start.max(x.lba);
+            let done = end + p.t.read_completion;
+            let access = Access {
+                overhead: overhead + p.t.data_preparation + p.t.read_completion,
+                transfer: done.since(now) - overhead - p.t.data_preparation - p.t.read_completion,
+                end: done,
+                end_cylinder: self.head.cylinder,
+                end_head: self.head.head,
+                ..Access::default()
+            };
+            // An idle mechanism reads ahead of a hit from where the segment's data ends, once
+            // the read-miss command overhead is done (DiskSim `disk_check_hda_pending`,
+            // `disk_read_arrive`).
+            if goal.is_none() && self.read_ahead.is_none() && c.read_ahead_on_idle_hit {
+                let from = self.segments[seg].end.max(x_end);
+                let at = (now + self.read_miss_overhead(p)).max(self.mech_free);
+                self.start_read_ahead(drive, p, seg, from, at);
+            }
+            return Service { access, hit: true };
+        }
+        // Miss: the mechanism is needed.
+        let t = now + overhead;
+        let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
+        match self.read_ahead_unstoppable_until(drive, c, t) {
+            Some(h) => self.stop_read_ahead(drive, h),
+            None => self.preempt_read_ahead(drive, c, now),
+        }
+        let start = t.max(self.mech_free);
+        // Write-back data is destaged first, or was before the miss arrived: its segment is
+        // then clean with read hits on write data, else empty, and a new read prefers an
+        // empty segment to a clean one (DiskSim `disk_release_hda`,
+        // `disk_buffer_select_read_segment`).
+        self.destaged(c);
+        // When each requested sector is in the buffer, in LBA order.
+        let mut times = Vec::with_capacity(x.sectors as usize);
+        let a = drive.access_with_sector_times(start, &self.head, x, rng, &mut times);
+        let n = u64::from(x.sectors);
+        // Zero-latency reads and writes ("Immediate buffer read/write") start at the first
+        // requested sector, as in DiskSim 4.0: `g1_access_block` (diskmodel/mech_g1.c),
+        // which `disk_buffer_seekdone` and `dm_latency_g1` ask where an immediate access
+        // begins, takes the layout's `DM_OK` (−3) from `dm_convert_atop` for a failure and
+        // returns the first requested sector. (Timed as on-arrival reads, DEC RZ26, which
+        // enables them, scored 0.392 ms instead of 0.327 against its measured trace.)
+        let (media_end, rotation) = (a.end, a.rotation);
+        // Reconnecting to send data costs the first reselection and the data preparation
+        // (DiskSim `disk_check_bus`: `overhead_reselect_first` + `overhead_data_prep` when
+        // data is to move).
+        let reselect = p.t.first_reselect + p.t.data_preparation;
+        let k0 = Self::high_water_mark(c, n).clamp(1, n);
+        // A drive that never disconnects holds the bus from the command on: each sector
+        // crosses as soon as it is buffered, with no water mark and no reselection (DiskSim
+        // `disk_read_arrive`: READY_TO_TRANSFER after the command overhead and the data
+        // preparation; `disk_reconnection_or_transfer_complete` holds the bus).
+        let disconnect = self.read_disconnect(p);
+        let bus_start = if c.never_disconnect {
+            now + overhead + p.t.data_preparation
+        } else {
+            // The drive first disconnects, after the command overhead and the read
+            // disconnect overhead (DiskSim `disk_read_arrive`); it cannot reselect before.
+            times[k0 as usize - 1].1.max(now + overhead + disconnect) + reselect
+        };
+        let seg_size = u64::from(c.segment_sectors).max(1);
+        let mut log = BusLog::new(p.bus_sector);
+        let mut loop_lead = Span::ZERO;
+        // A drive that never disconnects is held back by the segment too
+        // (`disk_buffer_block_available` does not look at the bus).
+        let (end, media_end) = if n <= seg_size {
+            let end =
+                self.read_interface(p, bus_start, &times, k0, (disconnect, reselect), &mut log);
+            (end, media_end)
+        } else {
+            // A read larger than its segment: the media stops reading while the segment
+            // is full of sectors the host has not taken.
+            let bus = Self::read_bus(p, bus_start, k0, (disconnect, reselect));
+            let (end, media_end, lead) =
+                read_media_segmented(drive, &self.head, (x, 0), &times, &bus, &mut log);
+            loop_lead = lead;
+            (end, media_end)
+        };
+        let done = end + p.t.read_completion;
+        let seg = self.take_segment(p, Op::Read, (x.lba, x.lba + n), reading);
+        let mut seg_start = x.lba;
+        if c.read_any_free_blocks {
+            // Sectors of the target track passing under the head during the rotational wait
+            // (DiskSim `disk_buffer_seekdone`: with "Read any free blocks" the head reads
+            // from wherever it lands). The read-ahead soon pushes them out of the circular
+            // segment (`wrap_start`); before the segment wrapped they made the Ultrastar
+            // 18ES score 0.472 ms.
+            let spt = u64::from(
+                drive
+                    .geometry()
+                    .sectors_per_track(drive.locate(x.lba).chs.cylinder),
+            );
+            let passed = a.rotation.0 * spt / drive.period().0;
+            let on_track = u64::from(drive.locate(x.lba).chs.sector);
+            // A track's physical sector index can exceed its first LBA (a first-block
+            // offset, slips): never before LBA 0.
+            seg_start = x.lba.saturating_sub(passed.min(on_track));
+        }
+        // Without caching the segment is empty once the read is done (DiskSim
+        // `disk_release_hda`: BUFFER_EMPTY unless "Enable caching in buffer"), so a later
+        // write prefers it to the previous write's segment like any other empty one.
+        let seg_end = if c.enable_caching > 0 {
+            x.lba + n
+        } else {
+            seg_start
+        };
+        self.segments[seg] = Segment {
+            start: seg_start,
+            end: seg_end,
+            used: self.clock,
+            write_end: None,
+            dirty: false,
+        };
+        self.head.cylinder = a.end_cylinder;
+        self.head.head = a.end_head;
+        self.mech_free = media_end;
+        self.start_read_ahead(drive, p, seg, x.lba + n, media_end);
+        if let Some(ra) = self.read_ahead.as_mut().filter(|_| loop_lead > Span::ZERO) {
+            if track_of(drive, ra.from) == track_of(drive, ra.from - 1) {
+                let period = drive.period().0;
+                ra.head.phase_ns = (ra.head.phase_ns + loop_lead.0) % period;
+            }
+        }
+        self.hold_read_ahead(drive, p, &log, x.lba, (now, end));
+        let access = Access {
+            overhead: overhead + p.t.read_completion,
+            seek: a.seek + start.since(t),
+            rotation,
+            transfer: done.since(now)
+                - overhead
+                - p.t.read_completion
+                - a.seek
+                - start.since(t)
+                - rotation,
+            switches: Span::ZERO,
+            end: done,
+            end_cylinder: a.end_cylinder,
+            end_head: a.end_head,
+        };
+        Service { access, hit: false }
+    }
+}
