@@ -110,11 +110,11 @@ fn mechanics_only_models_agree_with_disksim_request_by_request() {
 }
 
 /// The issue's criterion: ≥ 99 % of requests within 2 µs over 300 models × 2,000 requests
-/// with every parameter drawn. Not met yet: 97.87 % at the end of 2026-11-27 (224 models
+/// with every parameter drawn. Not met yet: 97.91 % at the end of 2026-11-27 (224 models
 /// compared, DiskSim aborted on 76); worst regions: read-ahead modes 1 and 2, fast-write
 /// levels 2 and 1, read any free blocks (docs/validation.md).
 #[test]
-#[ignore = "issue 16 is open: 97.87 % of requests agree with every parameter drawn, 99 % needed (docs/validation.md)"]
+#[ignore = "issue 16 is open: 97.91 % of requests agree with every parameter drawn, 99 % needed (docs/validation.md)"]
 fn every_parameter_models_agree_with_disksim_request_by_request() {
     let Some(oracle) = oracle() else { return };
     let s = differential(oracle, "full", 300, 2000);
@@ -127,7 +127,7 @@ fn every_parameter_models_agree_with_disksim_request_by_request() {
 }
 
 /// Every parameter drawn, as a regression guard at the measured level: seeds 1..=40 ×
-/// 1,000 requests gave 97.28 % within 2 µs at the end of 2026-11-27 (33 models compared,
+/// 1,000 requests gave 97.31 % within 2 µs at the end of 2026-11-27 (33 models compared,
 /// DiskSim aborted on 7; deterministic), after that day's buffer fixes (96.69 % after the
 /// first half of them, 92.33 % before them, 89.17 % before those of 2026-11-26). The
 /// bound, 97.0 %, sits about a third of a point below: the run is deterministic, so the

@@ -283,7 +283,7 @@ impl Controller {
                     .end
                     .max(rest.lba + u64::from(rest.sectors));
                 // The media access goes on into the read-ahead, as after a miss.
-                self.start_read_ahead(drive, p, seg, x_end, media_end);
+                self.start_read_ahead(drive, p, (seg, None), x_end, media_end);
             } else if covered < x.sectors {
                 let rest = Transfer {
                     op: Op::Read,
@@ -336,7 +336,7 @@ impl Controller {
                 self.mech_free = a.end;
                 self.segments[seg].end = self.segments[seg].end.max(rest.lba + n);
                 // The media access goes on into the read-ahead, as after a miss.
-                self.start_read_ahead(drive, p, seg, x_end, a.end);
+                self.start_read_ahead(drive, p, (seg, None), x_end, a.end);
             }
             // The hit owns its segment's read-ahead until its completion is sent. (With
             // "Immediate buffer read" DiskSim's stalled loop reads the sectors after the
@@ -368,7 +368,7 @@ impl Controller {
             if goal.is_none() && self.read_ahead.is_none() && c.read_ahead_on_idle_hit {
                 let from = self.segments[seg].end.max(x_end);
                 let at = (now + self.read_miss_overhead(p)).max(self.mech_free);
-                self.start_read_ahead(drive, p, seg, from, at);
+                self.start_read_ahead(drive, p, (seg, None), from, at);
             }
             return Service { access, hit: true };
         }
@@ -469,7 +469,7 @@ impl Controller {
         self.head.cylinder = a.end_cylinder;
         self.head.head = a.end_head;
         self.mech_free = media_end;
-        self.start_read_ahead(drive, p, seg, x.lba + n, media_end);
+        self.start_read_ahead(drive, p, (seg, Some(x.lba)), x.lba + n, media_end);
         if let Some(ra) = self.read_ahead.as_mut().filter(|_| loop_lead > Span::ZERO) {
             if track_of(drive, ra.from) == track_of(drive, ra.from - 1) {
                 let period = drive.period().0;

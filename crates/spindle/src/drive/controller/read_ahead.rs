@@ -184,7 +184,7 @@ impl Controller {
         &mut self,
         drive: &Drive,
         p: &Params,
-        seg: usize,
+        (seg, counted_from): (usize, Option<u64>),
         from: u64,
         at: Nanos,
     ) {
@@ -195,9 +195,11 @@ impl Controller {
         let geo = drive.geometry();
         // A hit on data the read-ahead is still bringing in can leave the start past the
         // recorded end (the rest is counted by the read-ahead): no data yet, not negative.
-        let seg_len = self.segments[seg]
-            .end
-            .saturating_sub(self.segments[seg].start);
+        // DiskSim counts the segment's data from the request's first sector after a miss
+        // (its "Read any free blocks" reads nothing before it; spindle's sectors from
+        // before it are a departure, docs/validation.md).
+        let start = self.segments[seg].start.max(counted_from.unwrap_or(0));
+        let seg_len = self.segments[seg].end.saturating_sub(start);
         // How far past the request the read-ahead may go (DiskSim
         // `disk_buffer_get_max_readahead`): the maximum read-ahead when one is set; else a
         // whole segment past the request with "Read-ahead over requested", or the rest of
