@@ -632,6 +632,27 @@ mod tests {
     use super::*;
     use rand_pcg::Pcg64Mcg;
 
+    /// The media asks how far the host has got (DiskSim's `outblkno`): whole sectors of the
+    /// piece under way, all of a finished one, none before the first, and a later piece
+    /// appended with its sectors renumbered.
+    #[test]
+    fn a_bus_log_counts_whole_sectors_sent() {
+        let mut log = BusLog::new(Span(100));
+        log.piece(Nanos(1_000), 0, 5);
+        log.piece(Nanos(2_000), 5, 3);
+        assert_eq!(log.sent(Nanos(999)), 0);
+        assert_eq!(log.sent(Nanos(1_000)), 0);
+        assert_eq!(log.sent(Nanos(1_199)), 1, "a sector half sent is not sent");
+        assert_eq!(log.sent(Nanos(1_500)), 5);
+        assert_eq!(log.sent(Nanos(1_900)), 5, "between pieces");
+        assert_eq!(log.sent(Nanos(2_250)), 7);
+        assert_eq!(log.sent(Nanos(9_000)), 8);
+        let mut rest = BusLog::new(Span(100));
+        rest.piece(Nanos(3_000), 0, 2);
+        log.append(&rest, 8);
+        assert_eq!(log.sent(Nanos(3_100)), 9);
+    }
+
     #[test]
     fn a_zero_latency_write_writes_what_is_buffered_and_comes_round_for_the_rest() {
         // 10,000 rpm, 100 sectors a track: a sector passes in 60 µs. The head is over

@@ -470,6 +470,11 @@ impl Controller {
         self.head.head = a.end_head;
         self.mech_free = media_end;
         self.start_read_ahead(drive, p, (seg, Some(x.lba)), x.lba + n, media_end);
+        // After a segmented read the sector loop runs ahead of the platter on its last track
+        // (turns through fewer LBNs than sectors); a read-ahead continuing on that track
+        // keeps the loop's pace. The lead is kept past the track too, where DiskSim goes
+        // back to the platter's angle: an approximation (so is its absence after a
+        // segmented partial hit, which does not carry it).
         if let Some(ra) = self.read_ahead.as_mut().filter(|_| loop_lead > Span::ZERO) {
             if track_of(drive, ra.from) == track_of(drive, ra.from - 1) {
                 let period = drive.period().0;
