@@ -425,16 +425,6 @@ impl BusLog {
         self.pieces.push((t0, first, count));
     }
 
-    /// `other`'s pieces, their sectors numbered from `first`.
-    pub(super) fn append(&mut self, other: &BusLog, first: u64) {
-        self.pieces.extend(
-            other
-                .pieces
-                .iter()
-                .map(|&(t0, k, count)| (t0, first + k, count)),
-        );
-    }
-
     /// How many of the request's sectors had crossed by `t`.
     pub(super) fn sent(&self, t: Nanos) -> u64 {
         let i = self.pieces.partition_point(|p| p.0 <= t);
@@ -633,8 +623,7 @@ mod tests {
     use rand_pcg::Pcg64Mcg;
 
     /// The media asks how far the host has got (DiskSim's `outblkno`): whole sectors of the
-    /// piece under way, all of a finished one, none before the first, and a later piece
-    /// appended with its sectors renumbered.
+    /// piece under way, all of a finished one, none before the first.
     #[test]
     fn a_bus_log_counts_whole_sectors_sent() {
         let mut log = BusLog::new(Span(100));
@@ -647,10 +636,6 @@ mod tests {
         assert_eq!(log.sent(Nanos(1_900)), 5, "between pieces");
         assert_eq!(log.sent(Nanos(2_250)), 7);
         assert_eq!(log.sent(Nanos(9_000)), 8);
-        let mut rest = BusLog::new(Span(100));
-        rest.piece(Nanos(3_000), 0, 2);
-        log.append(&rest, 8);
-        assert_eq!(log.sent(Nanos(3_100)), 9);
     }
 
     #[test]

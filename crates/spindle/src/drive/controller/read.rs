@@ -75,7 +75,7 @@ impl Controller {
         p: &Params,
         now: Nanos,
         x: Transfer,
-        rng: Option<&mut R>,
+        mut rng: Option<&mut R>,
     ) -> Service {
         let c = &p.spec;
         // A hit needs its first sector in the buffer when the request arrives: one the
@@ -183,6 +183,7 @@ impl Controller {
                 lba += 1;
             }
             let covered = ready.len() as u32;
+            if std::env::var_os("SPDBG").is_some() { eprintln!("SPDBG t {:?} x {:?} covered {} cached {} fed {} ra {:?} seg {:?}", now, x, covered, ready.iter().filter(|&&t| t <= now).count(), self.read_ahead.as_ref().is_some_and(|ra| ra.segment == seg), self.read_ahead.as_ref().map(|r| (r.from, r.until, r.began)), (self.segments[seg].start, self.segments[seg].end)); }
             let mut log = BusLog::new(p.bus_sector);
             let fed = self.read_ahead.as_ref().is_some_and(|ra| ra.segment == seg);
             let partial = covered < x.sectors && !fed;
@@ -192,20 +193,62 @@ impl Controller {
             let mut end = if partial {
                 Nanos::ZERO
             } else {
-                let n = u64::from(covered).max(1);
-                let k0 = Self::high_water_mark(c, u64::from(x.sectors)).clamp(1, n);
+                let mut ready: Vec<(Nanos, Nanos)> = ready.into_iter().map(|t| (t, t)).collect();
+                let cached = ready.iter().filter(|t| t.1 <= now).count() as u64;
+                if covered < x.sectors {
+                    // The read-ahead bringing in the first part reads on into the rest
+                    // without stopping (the hit raises its goal past the request,
+                    // `disk_buffer_attempt_seg_ownership`); an idle mechanism reads the rest
+                    // once the read-miss command overhead is done (`disk_read_arrive`). The
+                    // sectors cross the interface as one stream.
+                    let rest = Transfer {
+                        op: Op::Read,
+                        lba,
+                        sectors: x.sectors - covered,
+                    };
+                    let t = match self
+                        .read_ahead
+                        .as_ref()
+                        .filter(|ra| ra.segment == seg)
+                        .map(|ra| ra.first(drive, ra.until - ra.from).end)
+                    {
+                        Some(e) if e > now => e,
+                        _ => now + self.read_miss_overhead(p),
+                    }
+                    .max(self.mech_free);
+                    self.stop_read_ahead(drive, t);
+                    let mut times = Vec::with_capacity(rest.sectors as usize);
+                    let a = drive.access_with_sector_times(
+                        t.max(self.mech_free),
+                        &self.head,
+                        rest,
+                        rng.as_deref_mut(),
+                        &mut times,
+                    );
+                    ready.extend_from_slice(&times);
+                    self.head.cylinder = a.end_cylinder;
+                    self.head.head = a.end_head;
+                    self.mech_free = a.end;
+                    let rest_end = rest.lba + u64::from(rest.sectors);
+                    self.segments[seg].end = self.segments[seg].end.max(rest_end);
+                    // The media access goes on into the read-ahead, as after a miss.
+                    self.start_read_ahead(drive, p, (seg, None), x_end, a.end);
+                }
+                // Sectors still on their way cross as they come, the drive letting go of
+                // the bus when it has sent all that is buffered and reconnecting at the
+                // water mark, as for a miss (`disk_reconnection_or_transfer_complete`).
+                let want = u64::from(x.sectors);
+                let k0 = Self::high_water_mark(c, want).clamp(1, want);
                 let disconnect = self.read_disconnect(p);
                 let reselect = p.t.first_reselect + p.t.data_preparation;
                 // A hit only partly buffered when it arrives goes at once only with "Immed
                 // transfer partial hit" or from the high water mark on (`disk_read_arrive`:
-                // `enough_ready_to_go`); else the drive disconnects like a miss.
-                let cached = ready.iter().filter(|&&t| t <= now).count() as u64;
-                let want = u64::from(x.sectors);
+                // `enough_ready_to_go`); else the drive disconnects like a miss and
+                // reconnects once the water mark of the request's sectors is buffered.
                 let short = !c.never_disconnect
                     && !c.immediate_transfer_partial_hit
                     && cached < want
-                    && cached < Self::high_water_mark(c, want).min(want);
-                let ready: Vec<(Nanos, Nanos)> = ready.into_iter().map(|t| (t, t)).collect();
+                    && cached < k0;
                 let connected = if short {
                     let miss = self.read_miss_overhead(p);
                     overhead = miss;
@@ -284,59 +327,6 @@ impl Controller {
                     .max(rest.lba + u64::from(rest.sectors));
                 // The media access goes on into the read-ahead, as after a miss.
                 self.start_read_ahead(drive, p, (seg, None), x_end, media_end);
-            } else if covered < x.sectors {
-                let rest = Transfer {
-                    op: Op::Read,
-                    lba,
-                    sectors: x.sectors - covered,
-                };
-                // The read-ahead bringing in the first part reads on into the rest without
-                // stopping (the hit raises its goal past the request,
-                // `disk_buffer_attempt_seg_ownership`); an idle mechanism reads the rest
-                // once the read-miss command overhead is done (`disk_read_arrive`), while
-                // the cached part crosses the interface.
-                let t = match self
-                    .read_ahead
-                    .as_ref()
-                    .filter(|ra| ra.segment == seg)
-                    .map(|ra| ra.first(drive, ra.until - ra.from).end)
-                {
-                    Some(e) if e > now => e,
-                    _ => now + self.read_miss_overhead(p),
-                }
-                .max(self.mech_free);
-                self.stop_read_ahead(drive, t);
-                let mut times = Vec::with_capacity(rest.sectors as usize);
-                let a = drive.access_with_sector_times(
-                    t.max(self.mech_free),
-                    &self.head,
-                    rest,
-                    rng,
-                    &mut times,
-                );
-                let n = u64::from(rest.sectors);
-                // Once the interface has caught up it lets go of the bus and comes back at
-                // the high water mark, or for the rest, as for a miss
-                // (`disk_reconnection_or_transfer_complete`, `disk_request_needs_bus`).
-                let mark = Self::high_water_mark(c, u64::from(x.sectors)).clamp(1, n);
-                let disconnect = self.read_disconnect(p);
-                let reselect = p.t.first_reselect + p.t.data_preparation;
-                let mut rest_log = BusLog::new(p.bus_sector);
-                end = self.read_interface(
-                    p,
-                    end,
-                    &times,
-                    mark,
-                    (disconnect, reselect),
-                    &mut rest_log,
-                );
-                log.append(&rest_log, u64::from(covered));
-                self.head.cylinder = a.end_cylinder;
-                self.head.head = a.end_head;
-                self.mech_free = a.end;
-                self.segments[seg].end = self.segments[seg].end.max(rest.lba + n);
-                // The media access goes on into the read-ahead, as after a miss.
-                self.start_read_ahead(drive, p, (seg, None), x_end, a.end);
             }
             // The hit owns its segment's read-ahead until its completion is sent. (With
             // "Immediate buffer read" DiskSim's stalled loop reads the sectors after the
