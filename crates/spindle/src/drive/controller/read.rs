@@ -82,9 +82,7 @@ impl Controller {
         // read-ahead has yet to reach is a miss (DiskSim `disk_buffer_check_read_segments`
         // looks only at `startblkno..endblkno`, what is read; "Allow almost read hits" is
         // not modelled).
-        let first = self
-            .ready_at(drive, now, x.lba)
-            .filter(|&(_, ready)| ready <= now);
+        let first = self.hit_segment(drive, now, &x).map(|seg| (seg, now));
         let hit = c.enable_caching > 0 && first.is_some();
         let overhead = match (hit, self.after_read()) {
             (true, true) => p.t.read_hit_after_read,
@@ -176,14 +174,15 @@ impl Controller {
             let mut ready = Vec::with_capacity(x.sectors as usize);
             let mut lba = x.lba;
             while lba < x.lba + u64::from(x.sectors) {
-                match self.ready_at(drive, now, lba) {
-                    Some((_, t)) => ready.push(t),
+                // A hit is on one segment (DiskSim `disk_buffer_check_read_segments`):
+                // sectors only in another are read again.
+                match self.ready_in(drive, now, seg, lba) {
+                    Some(t) => ready.push(t),
                     None => break,
                 }
                 lba += 1;
             }
             let covered = ready.len() as u32;
-            if std::env::var_os("SPDBG").is_some() { eprintln!("SPDBG t {:?} x {:?} covered {} cached {} fed {} ra {:?} seg {:?}", now, x, covered, ready.iter().filter(|&&t| t <= now).count(), self.read_ahead.as_ref().is_some_and(|ra| ra.segment == seg), self.read_ahead.as_ref().map(|r| (r.from, r.until, r.began)), (self.segments[seg].start, self.segments[seg].end)); }
             let mut log = BusLog::new(p.bus_sector);
             let fed = self.read_ahead.as_ref().is_some_and(|ra| ra.segment == seg);
             let partial = covered < x.sectors && !fed;
@@ -441,6 +440,8 @@ impl Controller {
             // offset, slips): never before LBA 0.
             seg_start = x.lba.saturating_sub(passed.min(on_track));
         }
+        // The segment is circular: it holds at most its size, the last sectors read.
+        seg_start = seg_start.max((x.lba + n).saturating_sub(seg_size).min(x.lba));
         // Without caching the segment is empty once the read is done (DiskSim
         // `disk_release_hda`: BUFFER_EMPTY unless "Enable caching in buffer"), so a later
         // write prefers it to the previous write's segment like any other empty one.

@@ -9,31 +9,55 @@ use crate::drive::sector_loop::BusLog;
 use crate::{Nanos, Op};
 
 impl Controller {
-    /// When sector `lba` is (or will be) in the buffer, if it is cached or being read ahead.
-    pub(super) fn ready_at(&self, drive: &Drive, now: Nanos, lba: u64) -> Option<(usize, Nanos)> {
-        if let Some(ra) = &self.read_ahead {
-            let s = &self.segments[ra.segment];
+    /// The segment a read of `x` arriving at `now` hits, if its first sector is buffered:
+    /// DiskSim's choice (`disk_buffer_select_read_segment`) ranks the segments holding it
+    /// by state — dirty 11, destaging 10, being read 9, clean 8 — less 4 for one that does
+    /// not hold the whole request (for the segment being read, what is read by `now`),
+    /// the least recently used first among equals.
+    pub(super) fn hit_segment(&self, drive: &Drive, now: Nanos, x: &Transfer) -> Option<usize> {
+        let x_end = x.lba + u64::from(x.sectors);
+        let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
+        let mut best: Option<(usize, u8)> = None;
+        for (i, s) in self.segments.iter().enumerate() {
+            if !self.ready_in(drive, now, i, x.lba).is_some_and(|t| t <= now) {
+                continue;
+            }
+            let (state, end) = match &self.read_ahead {
+                Some(ra) if Some(i) == reading => {
+                    (9, ra.from + Self::read_ahead_done(drive, ra, now))
+                }
+                _ if s.dirty && self.destage_end > now => (10, s.end),
+                _ if s.dirty => (11, s.end),
+                _ => (8, s.end),
+            };
+            let value = if end >= x_end { state } else { state - 4 };
+            let better = best.is_none_or(|(b, v)| {
+                value > v || (value == v && s.used < self.segments[b].used)
+            });
+            if better {
+                best = Some((i, value));
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+
+    /// When sector `lba` is (or will be) in segment `seg`, if it holds it.
+    pub(super) fn ready_in(&self, drive: &Drive, now: Nanos, seg: usize, lba: u64) -> Option<Nanos> {
+        let s = &self.segments[seg];
+        if let Some(ra) = self.read_ahead.as_ref().filter(|ra| ra.segment == seg) {
             // The segment is circular: sectors the read-ahead has pushed out are gone,
             // its own first ones too once it has read a segment past them.
             let wrap = self.wrap_start(drive, ra, now);
             if lba >= s.start && lba < ra.from && lba >= wrap {
-                return Some((ra.segment, Nanos::ZERO));
+                return Some(Nanos::ZERO);
             }
             if lba >= ra.from && lba < ra.until && lba >= wrap {
-                return Some((ra.segment, ra.first(drive, lba - ra.from + 1).end));
+                return Some(ra.first(drive, lba - ra.from + 1).end);
             }
+            return None;
         }
-        let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
-        self.segments
-            .iter()
-            .enumerate()
-            .position(|(i, s)| {
-                Some(i) != reading
-                    && lba >= s.start
-                    && lba < s.end
-                    && (!s.dirty || self.read_hits_on_write_data())
-            })
-            .map(|i| (i, Nanos::ZERO))
+        (lba >= s.start && lba < s.end && (!s.dirty || self.read_hits_on_write_data()))
+            .then_some(Nanos::ZERO)
     }
 
     /// Whole sectors the read-ahead has read by `t` (DiskSim stops at a sector boundary).
@@ -215,6 +239,19 @@ impl Controller {
         } else {
             seg_size - seg_len
         };
+        // Modes 1 and 2 read ahead only without a head switch or a seek from where the
+        // mechanism is (DiskSim `disk_initiate_seek` refuses a background read whose first
+        // sector is on another track or cylinder than the heads): a request ending at a
+        // track's end is not read ahead of.
+        let dest = drive.locate(from).chs;
+        let moved = match c.continuous_read {
+            1 => dest.cylinder != self.head.cylinder || dest.head != self.head.head,
+            2 => dest.cylinder != self.head.cylinder,
+            _ => false,
+        };
+        if moved && std::env::var_os("NOMOVE").is_none() {
+            return;
+        }
         let mut n = match c.continuous_read {
             // Modes 1 and 2 stop where a background read would need a head switch or a seek
             // (mode 1) or a seek (mode 2) (DiskSim `disk_initiate_seek`): counted in LBNs,

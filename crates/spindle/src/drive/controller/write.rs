@@ -86,8 +86,7 @@ impl Controller {
         // `disk_buffer_stopable_access`).
         // "Write hit stop prefetch" drops the minimum of a read-ahead whose segment the write
         // overlaps (`disk_buffer_stopable_access`: max = min = endblkno).
-        let unstoppable = if c.never_disconnect
-            || (c.write_hit_stop_prefetch && self.read_ahead_overlaps(drive, now, &x))
+        let unstoppable = if c.write_hit_stop_prefetch && self.read_ahead_overlaps(drive, now, &x)
         {
             None
         } else {
@@ -113,7 +112,7 @@ impl Controller {
         }
         // Data comes over the interface first (after the extra disconnect, if any).
         let mut bus_start = t + p.t.data_preparation;
-        if let Some(h) = unstoppable {
+        if let Some(h) = unstoppable.filter(|_| !c.never_disconnect) {
             bus_start = bus_start.max(h + p.t.first_reselect + p.t.data_preparation);
         }
         // A write that arrives while the mechanism destages earlier write data it does not
