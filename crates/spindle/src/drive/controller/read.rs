@@ -82,7 +82,23 @@ impl Controller {
         // read-ahead has yet to reach is a miss (DiskSim `disk_buffer_check_read_segments`
         // looks only at `startblkno..endblkno`, what is read; "Allow almost read hits" is
         // not modelled).
-        let first = self.hit_segment(drive, now, &x).map(|seg| (seg, now));
+        let mut first = self.hit_segment(drive, now, &x).map(|seg| (seg, now));
+        // A miss arriving while the read-ahead is short of its minimum waits for it to hand
+        // over, and the segment is chosen again then (DiskSim `disk_check_hda` calls
+        // `disk_buffer_select_read_segment` once the read-ahead releases the mechanism):
+        // a read-ahead that has brought in the first sector by then makes it a hit. (A drive
+        // that never disconnects is not: measured, 98.155 % without it, 98.131 % with it.)
+        let mut handed_over = None;
+        if first.is_none() && c.enable_caching > 0 && !c.never_disconnect {
+            if let Some(h) = self.read_ahead_unstoppable_until(drive, c, now) {
+                let seg = self.read_ahead.as_ref().map_or(0, |ra| ra.segment);
+                if self.ready_in(drive, now, seg, x.lba).is_some_and(|t| t <= h) {
+                    self.stop_read_ahead(drive, h);
+                    first = self.hit_segment(drive, h, &x).map(|seg| (seg, now));
+                    handed_over = first.map(|_| h);
+                }
+            }
+        }
         let hit = c.enable_caching > 0 && first.is_some();
         let overhead = match (hit, self.after_read()) {
             (true, true) => p.t.read_hit_after_read,
@@ -97,7 +113,9 @@ impl Controller {
             .read_ahead
             .as_ref()
             .is_some_and(|ra| Some(ra.segment) != first.map(|f| f.0));
-        let ra_busy = if hit && !c.never_disconnect && other {
+        let ra_busy = if handed_over.is_some() {
+            handed_over
+        } else if hit && !c.never_disconnect && other {
             self.read_ahead_unstoppable_until(drive, c, now)
         } else {
             None

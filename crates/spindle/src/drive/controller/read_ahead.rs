@@ -249,7 +249,7 @@ impl Controller {
             2 => dest.cylinder != self.head.cylinder,
             _ => false,
         };
-        if moved && std::env::var_os("NOMOVE").is_none() {
+        if moved {
             return;
         }
         let mut n = match c.continuous_read {
