@@ -104,14 +104,37 @@ impl Controller {
             return;
         };
         let done = Self::read_ahead_done(drive, ra, now);
-        let free =
-            if c.read_directly_to_buffer || c.stop_prefetch_in_sector || done >= ra.until - ra.from
-            {
-                now
+        // A read-ahead moving to its next track finishes the head switch or seek first
+        // (`disk_seek_stoptime`: the pending event is the seek's end), and the heads are
+        // then on that track.
+        let next = (done < ra.until - ra.from).then(|| {
+            let b = ra.from + done;
+            let (cylinder, head, left) = if done == 0 {
+                (ra.head.cylinder, ra.head.head, ra.began)
             } else {
-                ra.first(drive, done + 1).end.max(now)
+                let last = drive.locate(b - 1).chs;
+                (last.cylinder, last.head, ra.first(drive, done).end)
             };
+            let to = drive.locate(b).chs;
+            let moving = (to.cylinder, to.head) != (cylinder, head);
+            let arrive = left + drive.seek_span(cylinder, head, to, Op::Read);
+            (moving && arrive > now).then_some((to, arrive))
+        });
+        let free = if let Some(Some((_, arrive))) = next {
+            arrive
+        } else if c.read_directly_to_buffer
+            || c.stop_prefetch_in_sector
+            || done >= ra.until - ra.from
+        {
+            now
+        } else {
+            ra.first(drive, done + 1).end.max(now)
+        };
         self.stop_read_ahead(drive, now);
+        if let Some(Some((to, _))) = next {
+            self.head.cylinder = to.cylinder;
+            self.head.head = to.head;
+        }
         self.mech_free = self.mech_free.max(free);
     }
 
