@@ -71,6 +71,10 @@ pub struct ValidateArgs {
     /// both service times request by request) in this folder.
     #[arg(long, value_name = "DIR", requires = "against_disksim")]
     keep: Option<PathBuf>,
+    /// With --against-disksim: switch off spindle's documented departures from DiskSim 4.0
+    /// (docs/validation.md), to compare DiskSim's own semantics.
+    #[arg(long, requires = "against_disksim")]
+    disksim_semantics: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -367,6 +371,7 @@ pub fn run(args: ValidateArgs, quiet: bool) -> anyhow::Result<()> {
                 seed: args.seed,
                 keep: args.keep,
                 json: args.json,
+                disksim_semantics: args.disksim_semantics,
                 profile: match args.profile {
                     ProfileArg::Full => spindle::validate::differential::Profile::Full,
                     ProfileArg::Mechanics => spindle::validate::differential::Profile::Mechanics,

@@ -134,6 +134,7 @@ fn buffered_drives_keep_the_invariants_under_random_configurations() {
             read_ahead_over_requested: rng.gen(),
             read_ahead_on_idle_hit: rng.gen(),
             read_any_free_blocks: rng.gen(),
+            free_blocks_before_request: true,
             fast_write_level: rng.gen_range(0..3),
             immediate_buffer_read: rng.gen(),
             immediate_buffer_write: rng.gen(),

@@ -92,7 +92,10 @@ impl Controller {
         if first.is_none() && c.enable_caching > 0 && !c.never_disconnect {
             if let Some(h) = self.read_ahead_unstoppable_until(drive, c, now) {
                 let seg = self.read_ahead.as_ref().map_or(0, |ra| ra.segment);
-                if self.ready_in(drive, now, seg, x.lba).is_some_and(|t| t <= h) {
+                if self
+                    .ready_in(drive, now, seg, x.lba)
+                    .is_some_and(|t| t <= h)
+                {
                     self.stop_read_ahead(drive, h);
                     first = self.hit_segment(drive, h, &x).map(|seg| (seg, now));
                     handed_over = first.map(|_| h);
@@ -355,11 +358,11 @@ impl Controller {
             {
                 self.hold_read_ahead(drive, p, &log, x.lba, (now, end));
             }
-            // The segment is a circular buffer: sectors before the ones just sent to the host
-            // are the first to be overwritten, and are no longer counted on.
-            let s = &mut self.segments[seg];
-            s.used = self.clock;
-            s.start = s.start.max(x.lba);
+            // A hit leaves the segment's data where it is: only the read-ahead wrapping
+            // round the circular segment pushes its start on (DiskSim erases the request's
+            // data from the segment only for "Read-ahead over requested" = −1, which the
+            // importer rejects).
+            self.segments[seg].used = self.clock;
             let done = end + p.t.read_completion;
             let access = Access {
                 overhead: overhead + p.t.data_preparation + p.t.read_completion,
@@ -441,7 +444,7 @@ impl Controller {
         let done = end + p.t.read_completion;
         let seg = self.take_segment(p, Op::Read, (x.lba, x.lba + n), reading);
         let mut seg_start = x.lba;
-        if c.read_any_free_blocks {
+        if c.read_any_free_blocks && c.free_blocks_before_request {
             // Sectors of the target track passing under the head during the rotational wait
             // (DiskSim `disk_buffer_seekdone`: with "Read any free blocks" the head reads
             // from wherever it lands). The read-ahead soon pushes them out of the circular

@@ -19,7 +19,7 @@ impl Controller {
         let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
         let mut best: Option<(usize, u8)> = None;
         for (i, s) in self.segments.iter().enumerate() {
-            if !self.ready_in(drive, now, i, x.lba).is_some_and(|t| t <= now) {
+            if self.ready_in(drive, now, i, x.lba).is_none_or(|t| t > now) {
                 continue;
             }
             let (state, end) = match &self.read_ahead {
@@ -31,9 +31,8 @@ impl Controller {
                 _ => (8, s.end),
             };
             let value = if end >= x_end { state } else { state - 4 };
-            let better = best.is_none_or(|(b, v)| {
-                value > v || (value == v && s.used < self.segments[b].used)
-            });
+            let better = best
+                .is_none_or(|(b, v)| value > v || (value == v && s.used < self.segments[b].used));
             if better {
                 best = Some((i, value));
             }
@@ -42,7 +41,13 @@ impl Controller {
     }
 
     /// When sector `lba` is (or will be) in segment `seg`, if it holds it.
-    pub(super) fn ready_in(&self, drive: &Drive, now: Nanos, seg: usize, lba: u64) -> Option<Nanos> {
+    pub(super) fn ready_in(
+        &self,
+        drive: &Drive,
+        now: Nanos,
+        seg: usize,
+        lba: u64,
+    ) -> Option<Nanos> {
         let s = &self.segments[seg];
         if let Some(ra) = self.read_ahead.as_ref().filter(|ra| ra.segment == seg) {
             // The segment is circular: sectors the read-ahead has pushed out are gone,

@@ -86,8 +86,7 @@ impl Controller {
         // `disk_buffer_stopable_access`).
         // "Write hit stop prefetch" drops the minimum of a read-ahead whose segment the write
         // overlaps (`disk_buffer_stopable_access`: max = min = endblkno).
-        let unstoppable = if c.write_hit_stop_prefetch && self.read_ahead_overlaps(drive, now, &x)
-        {
+        let unstoppable = if c.write_hit_stop_prefetch && self.read_ahead_overlaps(drive, now, &x) {
             None
         } else {
             self.read_ahead_unstoppable_until(drive, c, now)

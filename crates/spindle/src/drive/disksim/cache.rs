@@ -294,6 +294,7 @@ impl Importer<'_> {
             read_ahead_over_requested: over == 1,
             read_ahead_on_idle_hit,
             read_any_free_blocks,
+            free_blocks_before_request: true,
             fast_write_level: fast,
             immediate_buffer_read: imm_r == 1,
             immediate_buffer_write: imm_w == 1,
