@@ -111,15 +111,19 @@ impl Controller {
         }
         // Data comes over the interface first (after the extra disconnect, if any).
         let mut bus_start = t + p.t.data_preparation;
+        // The drive has disconnected after the command overhead and the write disconnect
+        // overhead (`disk_write_arrive`), and reconnects no sooner.
         if let Some(h) = unstoppable.filter(|_| !c.never_disconnect) {
-            bus_start = bus_start.max(h + p.t.first_reselect + p.t.data_preparation);
+            let back = h.max(t + p.t.write_disconnect);
+            bus_start = bus_start.max(back + p.t.first_reselect + p.t.data_preparation);
         }
         // A write that arrives while the mechanism destages earlier write data it does not
         // append to cannot be taken: the drive disconnects and takes it, reselecting, once
         // the destage is done (DiskSim `disk_write_arrive`: data is accepted at once only
         // when there is no effective media access or it is a stoppable append).
         if !c.never_disconnect && !appends && self.destage_end > now {
-            bus_start = bus_start.max(self.destage_end + p.t.first_reselect + p.t.data_preparation);
+            let back = self.destage_end.max(t + p.t.write_disconnect);
+            bus_start = bus_start.max(back + p.t.first_reselect + p.t.data_preparation);
         }
         // A drive that never disconnects takes the data into another segment during the
         // destage, unless the destaging segment is as many write segments as it may have:
