@@ -130,8 +130,16 @@ impl Controller {
         // DiskSim `disk_buffer_select_write_segment` gives a write no segment but an append
         // while `numdirty >= numwritesegs` (a separate write segment is the only one), and
         // the write waits, holding the bus, for the destage to end.
+        // Nor does a write that overlaps the data being destaged get a segment
+        // (`disk_buffer_select_write_segment`: a BUFFER_COLLISION with a segment whose
+        // owner has had its completion, `disk_buffer_reusable_segment_check`).
         let seg_limit = c.write_segments <= 1 || c.separate_write_segment;
-        if c.never_disconnect && seg_limit && !appends && self.destage_end > now {
+        let (lo, hi) = (x.lba, x.lba + n);
+        let collides = self
+            .segments
+            .iter()
+            .any(|s| s.dirty && lo < s.end && hi > s.start);
+        if c.never_disconnect && (seg_limit || collides) && !appends && self.destage_end > now {
             bus_start = bus_start.max(self.destage_end + p.t.data_preparation);
         }
         if let Some(e) = extra {
