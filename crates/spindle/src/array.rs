@@ -48,7 +48,7 @@ use crate::engine::{
     RebuildStatus, RecoverError, Slab,
 };
 use crate::layout::{Layout, LayoutConfig, LayoutError, Piece, Placement, Shape};
-use crate::sched::{DiskRequest, Policy, Replicas, Scheduler, MAX_REPLICAS};
+use crate::sched::{DiskQueue, DiskRequest, Policy, Replicas, MAX_REPLICAS};
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -150,9 +150,9 @@ struct Disk {
     head: HeadState,
     /// The drive's own buffer and controller (a pass-through for drives without a cache).
     ctl: Controller,
-    sched: Box<dyn Scheduler>,
-    /// Delayed writes (replica propagation), served when `sched` is empty.
-    delayed: Box<dyn Scheduler>,
+    /// The foreground queue, and the delayed writes (replica propagation), served when
+    /// the foreground is empty.
+    queue: Box<dyn DiskQueue>,
     busy: Option<InFlight>,
     rng: Pcg64Mcg,
     clock: DiskClock,
@@ -344,8 +344,7 @@ impl Array {
                 Disk {
                     head,
                     ctl: Controller::new(&drive, head),
-                    sched: cfg.policy.build(cfg.age_bound, cylinders),
-                    delayed: cfg.policy.build(None, cylinders),
+                    queue: cfg.policy.build_queue(cfg.age_bound, cylinders),
                     busy: None,
                     rng: Pcg64Mcg::seed_from_u64(seeder.gen()),
                     clock: DiskClock::default(),
@@ -468,7 +467,7 @@ impl Array {
             ops: d.clock.ops(),
             propagations: d.propagations,
             map_logging: Span::ZERO,
-            sched: d.sched.stats(),
+            sched: d.queue.stats(),
         }
     }
 
@@ -722,7 +721,7 @@ impl Array {
         if holders.count_ones() > 1 {
             for m in bits(holders) {
                 let disk = &self.disks[first + m];
-                if disk.busy.is_none() && disk.sched.is_empty() {
+                if disk.busy.is_none() && disk.queue.is_empty() {
                     let r = self.request_for(id, first + m);
                     let at = now.max(disk.ctl.mech_free());
                     let (_, t) = r.replicas.best(at, &disk.head, r.op, &self.drive);
@@ -738,7 +737,7 @@ impl Array {
         for m in bits(holders) {
             let d = first + m;
             let r = self.request_for(id, d);
-            self.disks[d].sched.push(r);
+            self.disks[d].queue.push(r);
             if self.disks[d].busy.is_none() {
                 self.out.mark_for_dispatch(d);
             }
@@ -1024,7 +1023,7 @@ impl Array {
             must_see: Vec::new(),
         });
         let r = self.request_for(id, disk);
-        self.disks[disk].sched.push(r);
+        self.disks[disk].queue.push(r);
         if self.disks[disk].busy.is_none() {
             self.out.mark_for_dispatch(disk);
         }
@@ -1042,12 +1041,9 @@ impl Array {
         let op = self.ops.remove(id);
         let first = self.layout.disks_of(op.piece.column).start;
         for d in bits(op.holders).map(|m| first + m) {
-            let q = if op.in_delayed {
-                &mut self.disks[d].delayed
-            } else {
-                &mut self.disks[d].sched
-            };
-            q.remove(id as u64)
+            self.disks[d]
+                .queue
+                .remove(id as u64)
                 .expect("a cancelled operation is in its holders' queues");
         }
     }
@@ -1073,11 +1069,10 @@ impl Array {
             if self.disks[d].busy.as_ref().is_some_and(|f| f.op == id) {
                 continue;
             }
-            let r = self.disks[d]
-                .delayed
-                .remove(id as u64)
-                .expect("a delayed write is in its delayed queue");
-            self.disks[d].sched.push(r);
+            assert!(
+                self.disks[d].queue.promote(id as u64),
+                "a delayed write is in its delayed queue"
+            );
             if self.disks[d].busy.is_none() {
                 self.out.mark_for_dispatch(d);
             }
@@ -1099,12 +1094,8 @@ impl Array {
         // Plan from when and where the arm will be free: a drive with a buffer may still be
         // destaging write-back data when the host sees its last request done.
         let plan_at = now.max(d.ctl.mech_free());
-        let pick = match d.sched.pick(plan_at, &d.head, &self.drive) {
-            Some(p) => p,
-            None => match d.delayed.pick(plan_at, &d.head, &self.drive) {
-                Some(p) => p,
-                None => return,
-            },
+        let Some(pick) = d.queue.pick(plan_at, &d.head, &self.drive) else {
+            return;
         };
         let r = pick.request;
         let id = usize::try_from(r.id).expect("op id fits usize");
@@ -1119,7 +1110,7 @@ impl Array {
             // Duplicates elsewhere are withdrawn as soon as one copy starts (3.4.1).
             for m in bits(holders & !(1 << me)) {
                 self.disks[first + m]
-                    .sched
+                    .queue
                     .remove(r.id)
                     .expect("a duplicate is in every holder's queue");
             }
@@ -1353,9 +1344,9 @@ impl Array {
                     });
                     let r = self.request_for(nid, d);
                     if promoted {
-                        self.disks[d].sched.push(r);
+                        self.disks[d].queue.push(r);
                     } else {
-                        self.disks[d].delayed.push(r);
+                        self.disks[d].queue.push_delayed(r);
                     }
                     if self.disks[d].busy.is_none() {
                         self.out.mark_for_dispatch(d);
