@@ -269,10 +269,10 @@ pub struct Array {
     table: Table,
     /// Which granules of the data the blocked writes touch.
     blocked_cover: Coverage,
-    /// Writes waiting for an overlapping pending write to finish: (slot, piece).
-    blocked: VecDeque<(usize, Piece)>,
+    /// Writes waiting for an overlapping pending write to finish, or for room.
+    blocked: VecDeque<Blocked>,
     /// An empty queue with room, swapped with `blocked` while it is rebuilt.
-    blocked_spare: VecDeque<(usize, Piece)>,
+    blocked_spare: VecDeque<Blocked>,
     out: Outbox,
     seq: u64,
     op_seq: u64,
@@ -760,7 +760,7 @@ impl Array {
             if mask & (1 << k) == 0 {
                 continue;
             }
-            let (lba, t) = self.replica_at(&op.piece, k);
+            let (lba, t) = self.replica_at(&op.piece, k, mask);
             first.get_or_insert((lba, t));
             if self.layout.replicas() > 1 {
                 list.push((k as u8, t));
@@ -794,15 +794,13 @@ impl Array {
         let mut l = self.located.borrow_mut();
         l.piece = *piece;
         l.done = 0;
+        let replicas = self.layout.band().piece(piece.offset, piece.sectors);
         for i in 0..copies.len() {
             let (k, t) = copies.get(i);
             let lba = if i == 0 {
                 *lba
             } else {
-                let band = self.layout.band();
-                band.replica(piece.offset, piece.sectors, u32::from(k))
-                    .first
-                    .lba
+                replicas.replica(u32::from(k)).first.lba
             };
             debug_assert_eq!(self.drive.locate(lba), t, "replica {k} located as before");
             l.at[usize::from(k)] = (lba, t);
@@ -812,18 +810,22 @@ impl Array {
 
     /// The first sector of replica `k` of `piece`, located. The same on every disk of the
     /// mirror set, so remembered for the last piece asked: an operation's queue entries at
-    /// each holder, and the propagations of a write to each mirror, locate it once.
-    fn replica_at(&self, piece: &Piece, k: u32) -> (u64, Target) {
+    /// each holder, and the propagations of a write to each mirror, locate it once. A miss
+    /// locates every replica in `mask` (those the caller asks next), the piece's track
+    /// group found once.
+    fn replica_at(&self, piece: &Piece, k: u32, mask: u8) -> (u64, Target) {
         let mut l = self.located.borrow_mut();
         if l.piece != *piece {
             l.piece = *piece;
             l.done = 0;
         }
         if l.done & (1 << k) == 0 {
-            let band = self.layout.band();
-            let lba = band.replica(piece.offset, piece.sectors, k).first.lba;
-            l.at[k as usize] = (lba, self.drive.locate(lba));
-            l.done |= 1 << k;
+            let replicas = self.layout.band().piece(piece.offset, piece.sectors);
+            for j in bits(u64::from((mask | 1 << k) & !l.done)) {
+                let lba = replicas.replica(j as u32).first.lba;
+                l.at[j] = (lba, self.drive.locate(lba));
+            }
+            l.done |= mask | 1 << k;
         }
         l.at[k as usize]
     }
@@ -840,6 +842,7 @@ impl Array {
         let (must_wait, keys) = self.must_wait(&piece);
         if must_wait {
             let for_room = keys.is_empty();
+            let clear = self.clear_since(&piece, &keys);
             for k in keys {
                 self.promote(k);
             }
@@ -851,7 +854,7 @@ impl Array {
             // The host waits for this piece too.
             self.host.add_part(slot);
             self.blocked_cover.add(&piece);
-            self.blocked.push_back((slot, piece));
+            self.blocked.push_back(Blocked { slot, piece, clear });
             return;
         }
         self.start_write(now, slot, piece);
@@ -870,10 +873,7 @@ impl Array {
     /// cannot record is not acknowledged early, so deferred work never outgrows it.
     fn must_wait(&self, piece: &Piece) -> (bool, Vec<EntryId>) {
         let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
-        if self.writes == WritePolicy::Delayed
-            && keys.is_empty()
-            && self.table.len() >= self.nvram_entries
-        {
+        if keys.is_empty() && self.table_full() {
             // The table is full: it waits for room whatever else may hold it (the common
             // case for the blocked writes a release weighs again), and nothing to promote.
             return (true, keys);
@@ -883,7 +883,7 @@ impl Array {
             || (self
                 .blocked_cover
                 .any(piece.column, piece.offset, piece.sectors)
-                && self.blocked.iter().any(|(_, p)| overlaps(p, piece)))
+                && self.blocked.iter().any(|b| overlaps(&b.piece, piece)))
             || match self.writes {
                 WritePolicy::Foreground => !keys.is_empty(),
                 WritePolicy::Delayed => {
@@ -1139,8 +1139,9 @@ impl Array {
         let mut written = 0u8;
         // Each copy's runs, for a driver that moves the bytes.
         let mut copies = self.data_moves.as_ref().map(|_| Vec::with_capacity(n));
+        let replicas = band.piece(piece.offset, piece.sectors);
         for &(_, k) in &order[..n] {
-            let rr = band.replica(piece.offset, piece.sectors, u32::from(k));
+            let rr = replicas.replica(u32::from(k));
             runs.push(rr.first);
             if let Some(w) = rr.wrap {
                 runs.push(w);
@@ -1411,16 +1412,24 @@ impl Array {
         // case: the table is full) then costs no update of its cold counts.
         let mut waiting =
             std::mem::replace(&mut self.blocked, std::mem::take(&mut self.blocked_spare));
-        for (slot, piece) in waiting.drain(..) {
+        for b in waiting.drain(..) {
+            if b.clear == Some(self.table.inserts_in(b.piece.column)) && self.table_full() {
+                // Nothing pending over its piece still, and no room: what `must_wait`
+                // would say, without the search.
+                self.blocked.push_back(b);
+                continue;
+            }
+            let Blocked { slot, piece, .. } = b;
             let (wait, keys) = self.must_wait(&piece);
             if wait {
+                let clear = self.clear_since(&piece, &keys);
                 // Still waiting, now perhaps for entries that did not exist when it first
                 // waited (the write it queued behind has started): their delayed copies
                 // must not wait for an idle disk while a host write waits for them.
                 for k in keys {
                     self.promote(k);
                 }
-                self.blocked.push_back((slot, piece));
+                self.blocked.push_back(Blocked { slot, piece, clear });
             } else {
                 self.blocked_cover.remove(&piece);
                 self.host.drop_part(slot);
@@ -1429,6 +1438,18 @@ impl Array {
         }
         // Kept for the next release: no allocation per release.
         self.blocked_spare = waiting;
+    }
+
+    /// With delayed writes, whether the NVRAM table is full: a write of a piece with no
+    /// entry waits for room ([`Array::must_wait`]).
+    fn table_full(&self) -> bool {
+        self.writes == WritePolicy::Delayed && self.table.len() >= self.nvram_entries
+    }
+
+    /// For a waiting write of `piece` overlapping the entries `keys`: when there are none,
+    /// the column's insertion count, under which there are still none.
+    fn clear_since(&self, piece: &Piece, keys: &[EntryId]) -> Option<u64> {
+        keys.is_empty().then(|| self.table.inserts_in(piece.column))
     }
 
     fn part_done(&mut self, now: Nanos, slot_id: usize, f: &InFlight) {
@@ -1443,6 +1464,15 @@ impl Array {
             self.out.push(Action::Complete(c));
         }
     }
+}
+
+/// A write waiting in `Array::blocked` for host request `slot`.
+struct Blocked {
+    slot: usize,
+    piece: Piece,
+    /// [`Table::inserts_in`] of its column when it last found no entry overlapping its
+    /// piece (`None`: it did find some).
+    clear: Option<u64>,
 }
 
 /// Replicas of one piece, located: bit k of `done` says `at[k]` holds replica k.
