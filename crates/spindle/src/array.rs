@@ -48,7 +48,7 @@ use crate::engine::{
     RebuildStatus, RecoverError, Slab,
 };
 use crate::layout::{Layout, LayoutConfig, LayoutError, Piece, Placement, Shape};
-use crate::sched::{DiskRequest, Policy, Replicas, Scheduler, MAX_REPLICAS};
+use crate::sched::{DiskQueue, DiskRequest, Policy, Replicas, MAX_REPLICAS};
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -150,9 +150,9 @@ struct Disk {
     head: HeadState,
     /// The drive's own buffer and controller (a pass-through for drives without a cache).
     ctl: Controller,
-    sched: Box<dyn Scheduler>,
-    /// Delayed writes (replica propagation), served when `sched` is empty.
-    delayed: Box<dyn Scheduler>,
+    /// The foreground queue, and the delayed writes (replica propagation), served when
+    /// the foreground is empty.
+    queue: Box<dyn DiskQueue>,
     busy: Option<InFlight>,
     rng: Pcg64Mcg,
     clock: DiskClock,
@@ -269,10 +269,10 @@ pub struct Array {
     table: Table,
     /// Which granules of the data the blocked writes touch.
     blocked_cover: Coverage,
-    /// Writes waiting for an overlapping pending write to finish: (slot, piece).
-    blocked: VecDeque<(usize, Piece)>,
+    /// Writes waiting for an overlapping pending write to finish, or for room.
+    blocked: VecDeque<Blocked>,
     /// An empty queue with room, swapped with `blocked` while it is rebuilt.
-    blocked_spare: VecDeque<(usize, Piece)>,
+    blocked_spare: VecDeque<Blocked>,
     out: Outbox,
     seq: u64,
     op_seq: u64,
@@ -344,8 +344,7 @@ impl Array {
                 Disk {
                     head,
                     ctl: Controller::new(&drive, head),
-                    sched: cfg.policy.build(cfg.age_bound, cylinders),
-                    delayed: cfg.policy.build(None, cylinders),
+                    queue: cfg.policy.build_queue(cfg.age_bound, cylinders),
                     busy: None,
                     rng: Pcg64Mcg::seed_from_u64(seeder.gen()),
                     clock: DiskClock::default(),
@@ -468,7 +467,7 @@ impl Array {
             ops: d.clock.ops(),
             propagations: d.propagations,
             map_logging: Span::ZERO,
-            sched: d.sched.stats(),
+            sched: d.queue.stats(),
         }
     }
 
@@ -722,7 +721,7 @@ impl Array {
         if holders.count_ones() > 1 {
             for m in bits(holders) {
                 let disk = &self.disks[first + m];
-                if disk.busy.is_none() && disk.sched.is_empty() {
+                if disk.busy.is_none() && disk.queue.is_empty() {
                     let r = self.request_for(id, first + m);
                     let at = now.max(disk.ctl.mech_free());
                     let (_, t) = r.replicas.best(at, &disk.head, r.op, &self.drive);
@@ -738,7 +737,7 @@ impl Array {
         for m in bits(holders) {
             let d = first + m;
             let r = self.request_for(id, d);
-            self.disks[d].sched.push(r);
+            self.disks[d].queue.push(r);
             if self.disks[d].busy.is_none() {
                 self.out.mark_for_dispatch(d);
             }
@@ -761,7 +760,7 @@ impl Array {
             if mask & (1 << k) == 0 {
                 continue;
             }
-            let (lba, t) = self.replica_at(&op.piece, k);
+            let (lba, t) = self.replica_at(&op.piece, k, mask);
             first.get_or_insert((lba, t));
             if self.layout.replicas() > 1 {
                 list.push((k as u8, t));
@@ -795,15 +794,13 @@ impl Array {
         let mut l = self.located.borrow_mut();
         l.piece = *piece;
         l.done = 0;
+        let replicas = self.layout.band().piece(piece.offset, piece.sectors);
         for i in 0..copies.len() {
             let (k, t) = copies.get(i);
             let lba = if i == 0 {
                 *lba
             } else {
-                let band = self.layout.band();
-                band.replica(piece.offset, piece.sectors, u32::from(k))
-                    .first
-                    .lba
+                replicas.replica(u32::from(k)).first.lba
             };
             debug_assert_eq!(self.drive.locate(lba), t, "replica {k} located as before");
             l.at[usize::from(k)] = (lba, t);
@@ -813,18 +810,22 @@ impl Array {
 
     /// The first sector of replica `k` of `piece`, located. The same on every disk of the
     /// mirror set, so remembered for the last piece asked: an operation's queue entries at
-    /// each holder, and the propagations of a write to each mirror, locate it once.
-    fn replica_at(&self, piece: &Piece, k: u32) -> (u64, Target) {
+    /// each holder, and the propagations of a write to each mirror, locate it once. A miss
+    /// locates every replica in `mask` (those the caller asks next), the piece's track
+    /// group found once.
+    fn replica_at(&self, piece: &Piece, k: u32, mask: u8) -> (u64, Target) {
         let mut l = self.located.borrow_mut();
         if l.piece != *piece {
             l.piece = *piece;
             l.done = 0;
         }
         if l.done & (1 << k) == 0 {
-            let band = self.layout.band();
-            let lba = band.replica(piece.offset, piece.sectors, k).first.lba;
-            l.at[k as usize] = (lba, self.drive.locate(lba));
-            l.done |= 1 << k;
+            let replicas = self.layout.band().piece(piece.offset, piece.sectors);
+            for j in bits(u64::from((mask | 1 << k) & !l.done)) {
+                let lba = replicas.replica(j as u32).first.lba;
+                l.at[j] = (lba, self.drive.locate(lba));
+            }
+            l.done |= mask | 1 << k;
         }
         l.at[k as usize]
     }
@@ -841,6 +842,7 @@ impl Array {
         let (must_wait, keys) = self.must_wait(&piece);
         if must_wait {
             let for_room = keys.is_empty();
+            let clear = self.clear_since(&piece, &keys);
             for k in keys {
                 self.promote(k);
             }
@@ -852,7 +854,7 @@ impl Array {
             // The host waits for this piece too.
             self.host.add_part(slot);
             self.blocked_cover.add(&piece);
-            self.blocked.push_back((slot, piece));
+            self.blocked.push_back(Blocked { slot, piece, clear });
             return;
         }
         self.start_write(now, slot, piece);
@@ -871,10 +873,7 @@ impl Array {
     /// cannot record is not acknowledged early, so deferred work never outgrows it.
     fn must_wait(&self, piece: &Piece) -> (bool, Vec<EntryId>) {
         let keys = self.overlapping(piece.column, piece.offset, piece.sectors);
-        if self.writes == WritePolicy::Delayed
-            && keys.is_empty()
-            && self.table.len() >= self.nvram_entries
-        {
+        if keys.is_empty() && self.table_full() {
             // The table is full: it waits for room whatever else may hold it (the common
             // case for the blocked writes a release weighs again), and nothing to promote.
             return (true, keys);
@@ -884,7 +883,7 @@ impl Array {
             || (self
                 .blocked_cover
                 .any(piece.column, piece.offset, piece.sectors)
-                && self.blocked.iter().any(|(_, p)| overlaps(p, piece)))
+                && self.blocked.iter().any(|b| overlaps(&b.piece, piece)))
             || match self.writes {
                 WritePolicy::Foreground => !keys.is_empty(),
                 WritePolicy::Delayed => {
@@ -1024,7 +1023,7 @@ impl Array {
             must_see: Vec::new(),
         });
         let r = self.request_for(id, disk);
-        self.disks[disk].sched.push(r);
+        self.disks[disk].queue.push(r);
         if self.disks[disk].busy.is_none() {
             self.out.mark_for_dispatch(disk);
         }
@@ -1042,12 +1041,9 @@ impl Array {
         let op = self.ops.remove(id);
         let first = self.layout.disks_of(op.piece.column).start;
         for d in bits(op.holders).map(|m| first + m) {
-            let q = if op.in_delayed {
-                &mut self.disks[d].delayed
-            } else {
-                &mut self.disks[d].sched
-            };
-            q.remove(id as u64)
+            self.disks[d]
+                .queue
+                .remove(id as u64)
                 .expect("a cancelled operation is in its holders' queues");
         }
     }
@@ -1073,11 +1069,10 @@ impl Array {
             if self.disks[d].busy.as_ref().is_some_and(|f| f.op == id) {
                 continue;
             }
-            let r = self.disks[d]
-                .delayed
-                .remove(id as u64)
-                .expect("a delayed write is in its delayed queue");
-            self.disks[d].sched.push(r);
+            assert!(
+                self.disks[d].queue.promote(id as u64),
+                "a delayed write is in its delayed queue"
+            );
             if self.disks[d].busy.is_none() {
                 self.out.mark_for_dispatch(d);
             }
@@ -1099,12 +1094,8 @@ impl Array {
         // Plan from when and where the arm will be free: a drive with a buffer may still be
         // destaging write-back data when the host sees its last request done.
         let plan_at = now.max(d.ctl.mech_free());
-        let pick = match d.sched.pick(plan_at, &d.head, &self.drive) {
-            Some(p) => p,
-            None => match d.delayed.pick(plan_at, &d.head, &self.drive) {
-                Some(p) => p,
-                None => return,
-            },
+        let Some(pick) = d.queue.pick(plan_at, &d.head, &self.drive) else {
+            return;
         };
         let r = pick.request;
         let id = usize::try_from(r.id).expect("op id fits usize");
@@ -1119,7 +1110,7 @@ impl Array {
             // Duplicates elsewhere are withdrawn as soon as one copy starts (3.4.1).
             for m in bits(holders & !(1 << me)) {
                 self.disks[first + m]
-                    .sched
+                    .queue
                     .remove(r.id)
                     .expect("a duplicate is in every holder's queue");
             }
@@ -1148,8 +1139,9 @@ impl Array {
         let mut written = 0u8;
         // Each copy's runs, for a driver that moves the bytes.
         let mut copies = self.data_moves.as_ref().map(|_| Vec::with_capacity(n));
+        let replicas = band.piece(piece.offset, piece.sectors);
         for &(_, k) in &order[..n] {
-            let rr = band.replica(piece.offset, piece.sectors, u32::from(k));
+            let rr = replicas.replica(u32::from(k));
             runs.push(rr.first);
             if let Some(w) = rr.wrap {
                 runs.push(w);
@@ -1353,9 +1345,9 @@ impl Array {
                     });
                     let r = self.request_for(nid, d);
                     if promoted {
-                        self.disks[d].sched.push(r);
+                        self.disks[d].queue.push(r);
                     } else {
-                        self.disks[d].delayed.push(r);
+                        self.disks[d].queue.push_delayed(r);
                     }
                     if self.disks[d].busy.is_none() {
                         self.out.mark_for_dispatch(d);
@@ -1420,16 +1412,24 @@ impl Array {
         // case: the table is full) then costs no update of its cold counts.
         let mut waiting =
             std::mem::replace(&mut self.blocked, std::mem::take(&mut self.blocked_spare));
-        for (slot, piece) in waiting.drain(..) {
+        for b in waiting.drain(..) {
+            if b.clear == Some(self.table.inserts_in(b.piece.column)) && self.table_full() {
+                // Nothing pending over its piece still, and no room: what `must_wait`
+                // would say, without the search.
+                self.blocked.push_back(b);
+                continue;
+            }
+            let Blocked { slot, piece, .. } = b;
             let (wait, keys) = self.must_wait(&piece);
             if wait {
+                let clear = self.clear_since(&piece, &keys);
                 // Still waiting, now perhaps for entries that did not exist when it first
                 // waited (the write it queued behind has started): their delayed copies
                 // must not wait for an idle disk while a host write waits for them.
                 for k in keys {
                     self.promote(k);
                 }
-                self.blocked.push_back((slot, piece));
+                self.blocked.push_back(Blocked { slot, piece, clear });
             } else {
                 self.blocked_cover.remove(&piece);
                 self.host.drop_part(slot);
@@ -1438,6 +1438,18 @@ impl Array {
         }
         // Kept for the next release: no allocation per release.
         self.blocked_spare = waiting;
+    }
+
+    /// With delayed writes, whether the NVRAM table is full: a write of a piece with no
+    /// entry waits for room ([`Array::must_wait`]).
+    fn table_full(&self) -> bool {
+        self.writes == WritePolicy::Delayed && self.table.len() >= self.nvram_entries
+    }
+
+    /// For a waiting write of `piece` overlapping the entries `keys`: when there are none,
+    /// the column's insertion count, under which there are still none.
+    fn clear_since(&self, piece: &Piece, keys: &[EntryId]) -> Option<u64> {
+        keys.is_empty().then(|| self.table.inserts_in(piece.column))
     }
 
     fn part_done(&mut self, now: Nanos, slot_id: usize, f: &InFlight) {
@@ -1452,6 +1464,15 @@ impl Array {
             self.out.push(Action::Complete(c));
         }
     }
+}
+
+/// A write waiting in `Array::blocked` for host request `slot`.
+struct Blocked {
+    slot: usize,
+    piece: Piece,
+    /// [`Table::inserts_in`] of its column when it last found no entry overlapping its
+    /// piece (`None`: it did find some).
+    clear: Option<u64>,
 }
 
 /// Replicas of one piece, located: bit k of `done` says `at[k]` holds replica k.

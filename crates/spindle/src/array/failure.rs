@@ -221,7 +221,7 @@ impl Array {
             return;
         }
         let d = &self.disks[disk];
-        if d.busy.is_some() || !d.sched.is_empty() || !d.delayed.is_empty() {
+        if d.busy.is_some() || !d.queue.is_empty() || d.queue.delayed_len() > 0 {
             return;
         }
         let only_here = u64::from(self.all_replicas()) << (f.mirror * self.layout.replicas());
@@ -338,7 +338,7 @@ impl Array {
         });
         let disk = self.layout.disks_of(piece.column).start + m as usize;
         let r = self.request_for(id, disk);
-        self.disks[disk].sched.push(r);
+        self.disks[disk].queue.push(r);
         if self.disks[disk].busy.is_none() {
             self.out.mark_for_dispatch(disk);
         }

@@ -50,6 +50,9 @@ pub(super) struct Table {
     /// than the entry itself.
     waiting: Vec<u64>,
     serial: u64,
+    /// Per column, entries inserted so far: while it stays put, the entries overlapping
+    /// a piece of the column can only have become fewer.
+    inserts: Vec<u64>,
 }
 
 impl Table {
@@ -61,6 +64,7 @@ impl Table {
             order: VecDeque::new(),
             waiting: Vec::new(),
             serial: 0,
+            inserts: Vec::new(),
         }
     }
 
@@ -79,6 +83,11 @@ impl Table {
         debug_assert!(self.find(key).is_none(), "one entry per piece");
         let id = self.entries.insert(e);
         self.index.insert(key, id);
+        let column = key.0 as usize;
+        if self.inserts.len() <= column {
+            self.inserts.resize(column + 1, 0);
+        }
+        self.inserts[column] += 1;
         if ordered {
             self.serial += 1;
             self.order.push_back((id, self.serial));
@@ -105,6 +114,11 @@ impl Table {
         if let Some(w) = self.waiting.get_mut(id) {
             *w = 0;
         }
+    }
+
+    /// Entries inserted so far for pieces of `column` (see `inserts`).
+    pub fn inserts_in(&self, column: u32) -> u64 {
+        self.inserts.get(column as usize).copied().unwrap_or(0)
     }
 
     /// The entry of exactly this piece.

@@ -232,12 +232,8 @@ impl Array {
     fn assert_quiescent(&self) {
         for (i, d) in self.disks.iter().enumerate() {
             assert!(d.busy.is_none(), "disk {i} busy");
-            assert!(d.sched.is_empty(), "disk {i}: {} queued", d.sched.len());
-            assert!(
-                d.delayed.is_empty(),
-                "disk {i}: {} delayed",
-                d.delayed.len()
-            );
+            assert!(d.queue.is_empty(), "disk {i}: {} queued", d.queue.len());
+            assert_eq!(d.queue.delayed_len(), 0, "disk {i}: delayed writes left");
         }
         assert!(self.ops.is_empty(), "live operations left");
         assert!(

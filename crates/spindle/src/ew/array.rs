@@ -354,41 +354,32 @@ impl Placement for InitialPlacement {
         self.slot(c as usize, i)
     }
 
-    /// A stripe unit's blocks lie together in an even layout: one formula per unit.
+    /// A stripe unit's blocks lie together in an even layout: one formula per unit, and
+    /// each block's `replicas` entries filled at once.
     fn fill(&self, first: u64, replicas: u32, out: &mut [u32]) {
-        let r = u64::from(replicas);
+        let r = replicas as usize;
         let mut k = 0usize;
         while k < out.len() {
             let e = first + k as u64;
-            let block = u32::try_from(e / r).expect("block fits u32");
-            let mut replica = (e % r) as usize;
+            let block = u32::try_from(e / u64::from(replicas)).expect("block fits u32");
+            let replica = (e % u64::from(replicas)) as usize;
             let (c, i) = column_of(block, self.unit, self.n);
-            // Blocks left in this stripe unit from `block` on: the same column, next indices.
-            let run = self.unit - block % self.unit;
-            let mut slot = self.slot(c as usize, i);
-            for j in 0..run {
-                if k == out.len() {
-                    // The map's last block may end a stripe unit early.
-                    return;
-                }
-                if j > 0 {
-                    slot = if self.random.is_empty() {
-                        // Within a stripe unit the even layout's slots are consecutive.
-                        slot + 1
-                    } else {
-                        self.slot(c as usize, i + j)
-                    };
-                }
-                while replica < replicas as usize {
-                    if k == out.len() {
-                        return;
-                    }
-                    out[k] = slot;
-                    k += 1;
-                    replica += 1;
-                }
-                replica = 0;
+            // Blocks left in this stripe unit from `block` on: the same column, next
+            // indices (the map's last block may end one early).
+            let run = (self.unit - block % self.unit) as usize;
+            let n = (run * r - replica).min(out.len() - k);
+            let (now, rest) = out[k..k + n].split_at_mut((r - replica).min(n));
+            let slot = self.slot(c as usize, i);
+            now.fill(slot);
+            for (j, entries) in (1..).zip(rest.chunks_mut(r)) {
+                entries.fill(if self.random.is_empty() {
+                    // Within a stripe unit the even layout's slots are consecutive.
+                    slot + j
+                } else {
+                    self.slot(c as usize, i + j)
+                });
             }
+            k += n;
         }
     }
 }

@@ -596,7 +596,11 @@ impl FreeSpace {
             limit,
             // `rotational_wait` at `now + before + seek` sees the platter at
             // `(now + phase + before + seek) mod p`: all but the seek is fixed per query.
-            angle0: ((now.0 % p) + (head.phase_ns % p) + (before.0 % p)) % p,
+            // (One division: the phase and the overheads are within a revolution.)
+            angle0: [now.0, head.phase_ns, before.0]
+                .into_iter()
+                .map(|x| if x < p { x } else { x % p })
+                .fold(0, |a, x| if a + x >= p { a + x - p } else { a + x }),
             period_ns: p,
         };
         let hc = head.cylinder;

@@ -316,8 +316,41 @@ impl Band {
     /// Replica `k` of the `sectors` data sectors at `offset` (a piece: see
     /// [`Band::contiguous`]).
     pub fn replica(&self, offset: u64, sectors: u32, k: u32) -> ReplicaRuns {
-        assert!(k < self.dr, "replica {k} of {}", self.dr);
-        if self.dr == 1 {
+        self.piece(offset, sectors).replica(k)
+    }
+
+    /// The replicas of the `sectors` data sectors at `offset` (a piece), its track group
+    /// found once for all of them.
+    pub fn piece(&self, offset: u64, sectors: u32) -> PieceReplicas<'_> {
+        PieceReplicas {
+            band: self,
+            offset,
+            sectors,
+            group: if self.dr == 1 {
+                0
+            } else {
+                self.group_of(offset)
+            },
+        }
+    }
+}
+
+/// One piece's replicas ([`Band::piece`]).
+#[derive(Copy, Clone)]
+pub struct PieceReplicas<'a> {
+    band: &'a Band,
+    offset: u64,
+    sectors: u32,
+    /// The piece's track group (with rotational replicas).
+    group: usize,
+}
+
+impl PieceReplicas<'_> {
+    /// Replica `k`: [`Band::replica`]`(offset, sectors, k)`.
+    pub fn replica(&self, k: u32) -> ReplicaRuns {
+        let (band, offset, sectors, gi) = (self.band, self.offset, self.sectors, self.group);
+        assert!(k < band.dr, "replica {k} of {}", band.dr);
+        if band.dr == 1 {
             return ReplicaRuns {
                 first: Run {
                     lba: offset,
@@ -326,20 +359,19 @@ impl Band {
                 wrap: None,
             };
         }
-        let gi = self.group_of(offset);
-        let g = &self.groups[gi];
+        let g = &band.groups[gi];
         let within = (offset - g.data_start) as u32;
         let k = k as usize;
         let one = |lba| ReplicaRuns {
             first: Run { lba, sectors },
             wrap: None,
         };
-        match self.placement {
+        match band.placement {
             Placement::Even => one(g.track[0] + u64::from(within + g.shift[k])),
             Placement::Random => {
-                let c = self.chunk;
+                let c = band.chunk;
                 let chunks = g.n / c;
-                let slot = self.shuffle(gi, chunks)[k * chunks as usize + (within / c) as usize];
+                let slot = band.shuffle(gi, chunks)[k * chunks as usize + (within / c) as usize];
                 one(g.track[0] + u64::from(slot * c + within % c))
             }
             Placement::TrackGroup => {
@@ -362,7 +394,9 @@ impl Band {
             }
         }
     }
+}
 
+impl Band {
     /// The chunk slots of group `gi`: entry k·chunks + j is where copy k of chunk j lies.
     fn shuffle(&self, gi: usize, chunks: u32) -> Vec<u32> {
         let mut slots: Vec<u32> = (0..chunks * self.dr).collect();

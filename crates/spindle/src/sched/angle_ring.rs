@@ -49,6 +49,11 @@ pub struct Seen {
 
 impl AngleRing {
     pub fn new(period_ns: u64) -> AngleRing {
+        // Keeps `angle · BUCKETS` within 64 bits (periods are milliseconds).
+        assert!(
+            period_ns > 0 && period_ns < 1 << 48,
+            "a period of {period_ns} ns"
+        );
         AngleRing {
             period_ns,
             buckets: vec![Vec::new(); 2 * BUCKETS],
@@ -61,8 +66,10 @@ impl AngleRing {
     }
 
     fn bucket(&self, op: Op, angle_ns: u64) -> usize {
-        let a = u128::from(angle_ns % self.period_ns);
-        let b = (a * BUCKETS as u128 / u128::from(self.period_ns)) as usize;
+        let p = self.period_ns;
+        // Angles are kept within the revolution: the division is rarely needed.
+        let a = if angle_ns < p { angle_ns } else { angle_ns % p };
+        let b = (a * BUCKETS as u64 / p) as usize;
         usize::from(op == Op::Write) * BUCKETS + b
     }
 
@@ -88,17 +95,6 @@ impl AngleRing {
         }
     }
 
-    /// Copy `from` (in the ring) is now copy `to` of the scheduler's table.
-    pub fn relabel(&mut self, from: u32, to: u32) {
-        let (b, pos) = std::mem::replace(&mut self.at[from as usize], (u32::MAX, u32::MAX));
-        assert!(b != u32::MAX, "copy {from} is in the ring");
-        self.buckets[b as usize][pos as usize].i = to;
-        if self.at.len() <= to as usize {
-            self.at.resize(to as usize + 1, (u32::MAX, u32::MAX));
-        }
-        self.at[to as usize] = (b, pos);
-    }
-
     /// The copies of `op` in the order the platter brings them round from angle `a0` (ns
     /// into the revolution), a bucket at a time, until none left can beat the best copy
     /// reached in time; `see` prices a copy. Returns the best key of a copy reached in
@@ -118,8 +114,8 @@ impl AngleRing {
             if m > 0 {
                 // Every angle in this bucket is at least its lower edge, `r` at least that
                 // edge less `a0` (a revolution on once the walk has wrapped).
-                let k = (j0 + m) as u128;
-                let edge = (k * u128::from(p)).div_ceil(BUCKETS as u128) as u64;
+                let k = (j0 + m) as u64;
+                let edge = (k * p).div_ceil(BUCKETS as u64);
                 let r_min = edge - a0;
                 if best.is_some_and(|(r, _, _)| r < r_min) {
                     break;

@@ -8,8 +8,10 @@
 
 mod angle_ring;
 mod policies;
+mod satf;
 
-pub use policies::{CLook, Fcfs, Look, Satf, Scan, Sstf};
+pub use policies::{CLook, Fcfs, Look, Scan, Sstf};
+pub use satf::Satf;
 
 use crate::drive::{Drive, HeadState, Target};
 use crate::{Nanos, Op, Span};
@@ -175,6 +177,64 @@ pub trait Scheduler: Send {
     fn stats(&self) -> SchedStats;
 }
 
+/// A disk's queue with two classes: the foreground, and delayed writes (replica
+/// propagation), served only when no foreground request is queued, until promoted.
+/// [`Scheduler::pick`] takes from the foreground first; [`Scheduler::len`] and
+/// [`Scheduler::stats`] count the foreground only.
+pub trait DiskQueue: Scheduler {
+    /// Queues `r` in the delayed class.
+    fn push_delayed(&mut self, r: DiskRequest);
+    /// Moves delayed request `id` to the foreground; false if no delayed request has it.
+    fn promote(&mut self, id: u64) -> bool;
+    fn delayed_len(&self) -> usize;
+}
+
+/// The two classes of a [`DiskQueue`] as two schedulers of one policy (SATF keeps both
+/// in one queue, promoting in place).
+struct Split {
+    foreground: Box<dyn Scheduler>,
+    delayed: Box<dyn Scheduler>,
+}
+
+impl Scheduler for Split {
+    fn push(&mut self, r: DiskRequest) {
+        self.foreground.push(r);
+    }
+    fn pick(&mut self, now: Nanos, head: &HeadState, drive: &Drive) -> Option<Pick> {
+        self.foreground
+            .pick(now, head, drive)
+            .or_else(|| self.delayed.pick(now, head, drive))
+    }
+    fn remove(&mut self, id: u64) -> Option<DiskRequest> {
+        self.foreground
+            .remove(id)
+            .or_else(|| self.delayed.remove(id))
+    }
+    fn len(&self) -> usize {
+        self.foreground.len()
+    }
+    fn stats(&self) -> SchedStats {
+        self.foreground.stats()
+    }
+}
+
+impl DiskQueue for Split {
+    fn push_delayed(&mut self, r: DiskRequest) {
+        self.delayed.push(r);
+    }
+    fn promote(&mut self, id: u64) -> bool {
+        let r = self.delayed.remove(id);
+        let moved = r.is_some();
+        if let Some(r) = r {
+            self.foreground.push(r);
+        }
+        moved
+    }
+    fn delayed_len(&self) -> usize {
+        self.delayed.len()
+    }
+}
+
 /// The scheduling policies, as named in experiment files. Every policy serves a request
 /// from its rotationally closest replica, so on replicated layouts LOOK is the
 /// dissertation's RLOOK and SATF its RSATF (2.4.3–2.4.4); `rlook` and `rsatf` are accepted
@@ -223,6 +283,18 @@ impl Policy {
             Policy::Look => Box::new(Look::new(q)),
             Policy::CLook => Box::new(CLook::new(q)),
             Policy::Satf => Box::new(Satf::new(q)),
+        }
+    }
+
+    /// A two-class queue of this policy ([`DiskQueue`]); the age bound applies to the
+    /// foreground.
+    pub fn build_queue(self, age_bound: Option<Span>, cylinders: u32) -> Box<dyn DiskQueue> {
+        match self {
+            Policy::Satf => Box::new(Satf::new(Pending::new(age_bound))),
+            _ => Box::new(Split {
+                foreground: self.build(age_bound, cylinders),
+                delayed: self.build(None, cylinders),
+            }),
         }
     }
 }

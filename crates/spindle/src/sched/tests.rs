@@ -237,3 +237,95 @@ fn satf_picks_the_brute_force_argmin_on_long_queues() {
         assert_eq!(s.len(), queued.len());
     }
 }
+
+/// SATF's two classes in one queue (promotion in place) choose as two SATF queues, a
+/// foreground and a delayed one, with promotion moving a request from one to the other:
+/// random pushes to either class, promotions, cancellations and picks, on queues long
+/// enough for both classes' angle rings.
+#[test]
+fn satf_delayed_class_picks_as_two_queues() {
+    use rand::{Rng, SeedableRng};
+    let d = crate::drive::builtin_drive("st39133lwv").unwrap();
+    let cylinders = d.geometry().cylinders();
+    let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(11);
+    let mut one = Policy::Satf.build_queue(Some(Span::from_ms(400)), cylinders);
+    let mut two = Split {
+        foreground: Policy::Satf.build(Some(Span::from_ms(400)), cylinders),
+        delayed: Policy::Satf.build(None, cylinders),
+    };
+    let (mut delayed, mut foreground): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+    let mut head = HeadState {
+        cylinder: 0,
+        head: 0,
+        phase_ns: 0,
+    };
+    let (mut now, mut seq) = (Nanos(0), 0);
+    for round in 0..8000 {
+        let grow = (round / 2000) % 2 == 0;
+        match rng.gen_range(0..10) {
+            0..=5 if grow || rng.gen_bool(0.2) => {
+                seq += 1;
+                let copies = rng.gen_range(1..=3);
+                let list: Vec<(u8, crate::drive::Target)> = (0..copies)
+                    .map(|k| (k as u8, d.locate(rng.gen_range(0..d.capacity_sectors()))))
+                    .collect();
+                let r = DiskRequest {
+                    id: seq,
+                    op: if rng.gen_bool(0.5) {
+                        Op::Read
+                    } else {
+                        Op::Write
+                    },
+                    lba: 0,
+                    sectors: 1,
+                    target: list[0].1,
+                    replicas: Replicas::from_list(list),
+                    queued_at: now,
+                    seq,
+                };
+                if rng.gen_bool(0.7) {
+                    delayed.push(seq);
+                    one.push_delayed(r.clone());
+                    two.push_delayed(r);
+                } else {
+                    foreground.push(seq);
+                    one.push(r.clone());
+                    two.push(r);
+                }
+            }
+            4 if !delayed.is_empty() => {
+                let id = delayed.swap_remove(rng.gen_range(0..delayed.len()));
+                assert!(one.promote(id) && two.promote(id));
+                assert!(!one.promote(id), "promoted once");
+                foreground.push(id);
+            }
+            5 if !foreground.is_empty() => {
+                let id = foreground.swap_remove(rng.gen_range(0..foreground.len()));
+                assert_eq!(one.remove(id).map(|r| r.id), Some(id));
+                assert_eq!(two.remove(id).map(|r| r.id), Some(id));
+            }
+            _ => {
+                let (a, b) = (one.pick(now, &head, &d), two.pick(now, &head, &d));
+                assert_eq!(
+                    a.as_ref().map(|p| (p.request.id, p.replica)),
+                    b.as_ref().map(|p| (p.request.id, p.replica)),
+                    "round {round}"
+                );
+                if let Some(p) = a {
+                    delayed.retain(|&i| i != p.request.id);
+                    foreground.retain(|&i| i != p.request.id);
+                    let t = p.request.replicas.get(p.replica).1;
+                    head.cylinder = t.chs.cylinder;
+                    head.head = t.chs.head;
+                }
+                now = Nanos(now.0 + rng.gen_range(0..5_000_000));
+            }
+        }
+        assert_eq!(
+            (one.len(), one.delayed_len()),
+            (two.len(), two.delayed_len())
+        );
+        assert_eq!(one.len(), foreground.len());
+        assert_eq!(one.stats(), two.stats());
+    }
+}

@@ -434,7 +434,7 @@ fn a_late_chunk_acknowledgement_never_leaves_a_block_without_a_fresh_copy() {
 /// gives entry by entry, for both layouts, pages starting anywhere, a last partial unit.
 #[test]
 fn initial_placement_fill_matches_the_formula() {
-    let (unit, n, replicas) = (4u32, 3u32, 2u32);
+    let (unit, n) = (4u32, 3u32);
     let logical = 43u32; // 10 stripe units and 3 blocks: the last unit is partial
     let per_column: Vec<u32> = (0..n)
         .map(|c| {
@@ -458,16 +458,19 @@ fn initial_placement_fill_matches_the_formula() {
             band_blocks: band_blocks.clone(),
             random,
         };
-        let entries = u64::from(logical * replicas);
-        for first in 0..entries {
-            for len in [1, 2, 5, 9, 31] {
-                let len = len.min(entries - first) as usize;
-                let mut out = vec![u32::MAX; len];
-                p.fill(first, replicas, &mut out);
-                for (k, &v) in out.iter().enumerate() {
-                    let e = first + k as u64;
-                    let (b, r) = ((e / 2) as u32, (e % 2) as u32);
-                    assert_eq!(v, p.initial(b, r), "entry {e} from {first}");
+        for replicas in [1u32, 2, 3] {
+            let entries = u64::from(logical * replicas);
+            for first in 0..entries {
+                for len in [1, 2, 5, 9, 31] {
+                    let len = len.min(entries - first) as usize;
+                    let mut out = vec![u32::MAX; len];
+                    p.fill(first, replicas, &mut out);
+                    for (k, &v) in out.iter().enumerate() {
+                        let e = first + k as u64;
+                        let r = u64::from(replicas);
+                        let (b, x) = ((e / r) as u32, (e % r) as u32);
+                        assert_eq!(v, p.initial(b, x), "entry {e} from {first}");
+                    }
                 }
             }
         }
