@@ -462,7 +462,7 @@ impl Controller {
             seg_start = x.lba.saturating_sub(passed.min(on_track));
         }
         // The segment is circular: it holds at most its size, the last sectors read.
-        seg_start = seg_start.max((x.lba + n).saturating_sub(seg_size).min(x.lba));
+        seg_start = seg_start.max((x.lba + n).saturating_sub(seg_size));
         // Without caching the segment is empty once the read is done (DiskSim
         // `disk_release_hda`: BUFFER_EMPTY unless "Enable caching in buffer"), so a later
         // write prefers it to the previous write's segment like any other empty one.
