@@ -296,9 +296,7 @@ impl Controller {
                 let lbns_to_end = u64::from(geo.run_on_track(from));
                 // (The segment's start when the request began: DiskSim computes the goal
                 // before the request's own sectors wrap the segment.)
-                let seg_start = counted_from
-                    .unwrap_or(self.segments[seg].start)
-                    .min(from);
+                let seg_start = counted_from.unwrap_or(self.segments[seg].start).min(from);
                 if track_of(drive, seg_start) != track_of(drive, from) {
                     lbns_to_end + spt
                 } else {
