@@ -147,11 +147,11 @@ impl Controller {
             // of the remainder, served after the read-ahead's last sector.
             let (seg, _) = first.expect("hit");
             let x_end = x.lba + u64::from(x.sectors);
-            // A hit moves the read-ahead's goal to the maximum read-ahead past this request
-            // (DiskSim `disk_buffer_attempt_seg_ownership`: maxreadaheadblkno = max(old,
-            // end + maximum read-ahead)), so a sequential stream of hits keeps being read
-            // ahead of.
-            let goal = Self::read_ahead_goal(drive, c, x_end);
+            // A hit moves the read-ahead's goal past this request (DiskSim
+            // `disk_buffer_attempt_seg_ownership`: maxreadaheadblkno = max(old,
+            // `disk_buffer_get_max_readahead`)), so a sequential stream of hits keeps being
+            // read ahead of.
+            let goal = Self::read_ahead_goal(drive, c, &x);
             // The hit's segment is set up for it: its read-ahead may not be stopped before
             // the minimum read-ahead past this request (`disk_buffer_set_segment`).
             if let Some(ra) = self.read_ahead.as_mut().filter(|ra| ra.segment == seg) {

@@ -224,12 +224,30 @@ impl Controller {
         (end > t).then_some(end)
     }
 
-    /// Where the read-ahead stops after a read ending at `end`, for `continuous_read` mode 3
-    /// with a maximum read-ahead (DiskSim `disk_buffer_get_max_readahead`: the request's
-    /// end plus the maximum read-ahead); `None` for the other modes.
-    pub(super) fn read_ahead_goal(drive: &Drive, c: &CacheSpec, end: u64) -> Option<u64> {
-        (c.continuous_read == 3 && c.max_read_ahead_sectors > 0 && c.enable_caching > 0)
-            .then(|| (end + u64::from(c.max_read_ahead_sectors)).min(drive.capacity_sectors()))
+    /// Where the read-ahead stops after a hit on `x`, for `continuous_read` mode 3 (DiskSim
+    /// `disk_buffer_get_max_readahead`, which `disk_buffer_attempt_seg_ownership` applies to
+    /// every request on the segment): the request's end plus the maximum read-ahead when one
+    /// is set; else a segment past the request with "Read-ahead over requested", or without
+    /// it a segment from the request's first sector (its end plus the minimum read-ahead if
+    /// the request leaves less than that). `None` for the other modes.
+    pub(super) fn read_ahead_goal(drive: &Drive, c: &CacheSpec, x: &Transfer) -> Option<u64> {
+        if c.continuous_read != 3 || c.enable_caching == 0 {
+            return None;
+        }
+        let n = u64::from(x.sectors);
+        let end = x.lba + n;
+        let size = u64::from(c.segment_sectors);
+        let min = u64::from(c.min_read_ahead_sectors);
+        let goal = if c.max_read_ahead_sectors > 0 {
+            end + u64::from(c.max_read_ahead_sectors)
+        } else if c.read_ahead_over_requested {
+            end + size
+        } else if n >= size || size - n < min {
+            end + min
+        } else {
+            x.lba + size
+        };
+        Some(goal.min(drive.capacity_sectors()))
     }
 
     pub(super) fn start_read_ahead(
