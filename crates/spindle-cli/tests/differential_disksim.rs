@@ -110,11 +110,11 @@ fn mechanics_only_models_agree_with_disksim_request_by_request() {
 }
 
 /// The issue's criterion: ≥ 99 % of requests within 2 µs over 300 models × 2,000 requests
-/// with every parameter drawn. Not met yet: 98.57 % on 2026-11-27 (98.69 % with the
+/// with every parameter drawn. Not met yet: 98.58 % on 2026-11-27 (98.70 % with the
 /// documented departure switched off, `--disksim-semantics`; 224 models compared, DiskSim
 /// aborted on 76); worst regions in docs/validation.md.
 #[test]
-#[ignore = "issue 16 is open: 98.57 % of requests agree with every parameter drawn, 99 % needed (docs/validation.md)"]
+#[ignore = "issue 16 is open: 98.58 % of requests agree with every parameter drawn, 99 % needed (docs/validation.md)"]
 fn every_parameter_models_agree_with_disksim_request_by_request() {
     let Some(oracle) = oracle() else { return };
     let s = differential(oracle, "full", 300, 2000);
