@@ -85,6 +85,53 @@ fn pct(a: &serde_json::Value) -> f64 {
     100.0 * a["agree"].as_f64().unwrap() / a["total"].as_f64().unwrap()
 }
 
+/// DiskSim's service time of each request of `trace` on `parv` (both in `dir`), in ms, with
+/// whether it is a write (the oracle's `DISKSIM_REQLOG` lines).
+fn disksim_requests(oracle: &Path, dir: &Path, parv: &str, trace: &str) -> Vec<(bool, f64)> {
+    let out = Command::new(oracle.join("bin/disksim"))
+        .current_dir(dir)
+        .env("DISKSIM_REQLOG", "1")
+        .args([parv, "oracle.outv", "validate", trace, "0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "DiskSim failed on {parv}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("REQ "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[4] == "W", f[1].parse::<f64>().unwrap())
+        })
+        .collect()
+}
+
+/// spindle's service time of each request of the drive directory `dir`'s trace
+/// (`spindle validate DIR --requests`), in ms, with whether it is a write.
+fn spindle_requests(dir: &Path) -> Vec<(bool, f64)> {
+    let st = Command::new(env!("CARGO_BIN_EXE_spindle"))
+        .args(["--quiet", "validate"])
+        .arg(dir)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--requests")
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let name = dir.file_name().unwrap().to_str().unwrap();
+    let csv = std::fs::read_to_string(dir.join(format!("out/{name}.requests.csv"))).unwrap();
+    csv.lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[1] == "W", f[6].parse::<f64>().unwrap())
+        })
+        .collect()
+}
+
 /// Layout, mechanics and interface (the buffer off): a regression guard at the measured
 /// level. Measured 2026-11-26 on seeds 1..=100 × 2,000 requests: 99.94 % of requests within
 /// 2 µs (reads 99.96 %, writes 99.92 %); this run (60 models × 1,000 requests, seeds 1..=60)
@@ -187,47 +234,8 @@ fn cheetah9lp_q1_read_and_write_means_match_disksim() {
         trace.push_str(&format!("{op} Hit {lbn} 8 1000.0 0.0\n"));
     }
     std::fs::write(dir.join("q1.trace"), &trace).unwrap();
-    let out = Command::new(oracle.join("bin/disksim"))
-        .current_dir(&dir)
-        .env("DISKSIM_REQLOG", "1")
-        .args(["cheetah9LP.parv", "q1.outv", "validate", "q1.trace", "0"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "DiskSim failed");
-    let disksim: Vec<(bool, f64)> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.strip_prefix("REQ "))
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f[4] == "W", f[1].parse::<f64>().unwrap())
-        })
-        .collect();
-    let st = Command::new(env!("CARGO_BIN_EXE_spindle"))
-        .args(["--quiet", "validate"])
-        .arg(&dir)
-        .arg("--out")
-        .arg(dir.join("out"))
-        .arg("--requests")
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    let csv = std::fs::read_to_string(dir.join(format!(
-        "out/{}.requests.csv",
-        dir.file_name().unwrap().to_str().unwrap()
-    )))
-    .unwrap();
-    let ours: Vec<(bool, f64)> = csv
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            (f[1] == "W", f[6].parse::<f64>().unwrap())
-        })
-        .collect();
+    let disksim = disksim_requests(oracle, &dir, "cheetah9LP.parv", "q1.trace");
+    let ours = spindle_requests(&dir);
     assert_eq!(ours.len(), disksim.len());
     let mean = |v: &[(bool, f64)], w: bool| {
         let xs: Vec<f64> = v.iter().filter(|r| r.0 == w).map(|r| r.1).collect();
@@ -258,44 +266,11 @@ fn dec_rz26_trace_agrees_with_disksim_request_by_request() {
         let f = f.unwrap().path();
         std::fs::copy(&f, dir.join(f.file_name().unwrap())).unwrap();
     }
-    let out = Command::new(oracle.join("bin/disksim"))
-        .current_dir(&dir)
-        .env("DISKSIM_REQLOG", "1")
-        .args([
-            "dec_rz26.parv",
-            "rz26.outv",
-            "validate",
-            "dec_rz26.trace",
-            "0",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "DiskSim failed");
-    let disksim: Vec<f64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.strip_prefix("REQ "))
-        .map(|l| l.split_whitespace().nth(1).unwrap().parse().unwrap())
+    let disksim: Vec<f64> = disksim_requests(oracle, &dir, "dec_rz26.parv", "dec_rz26.trace")
+        .into_iter()
+        .map(|r| r.1)
         .collect();
-    let st = Command::new(env!("CARGO_BIN_EXE_spindle"))
-        .args(["--quiet", "validate"])
-        .arg(&dir)
-        .arg("--out")
-        .arg(dir.join("out"))
-        .arg("--requests")
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    let name = dir.file_name().unwrap().to_str().unwrap().to_string();
-    let csv = std::fs::read_to_string(dir.join(format!("out/{name}.requests.csv"))).unwrap();
-    let ours: Vec<f64> = csv
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').nth(6).unwrap().parse().unwrap())
-        .collect();
+    let ours: Vec<f64> = spindle_requests(&dir).into_iter().map(|r| r.1).collect();
     assert_eq!(ours.len(), 7980);
     assert_eq!(disksim.len(), 7980);
     let off: Vec<(usize, f64, f64)> = ours
