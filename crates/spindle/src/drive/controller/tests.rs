@@ -85,6 +85,43 @@ fn a_read_after_a_miss_on_the_same_track_hits_the_read_ahead() {
 }
 
 #[test]
+fn read_ahead_mode_1_does_not_start_on_the_next_track() {
+    // DiskSim `disk_initiate_seek` refuses a background read that needs a head switch: a
+    // read ending at its track's end (sectors 5000..5100 are all of cylinder 25, head 0) is
+    // not read ahead of, so the next track's first sectors are a miss 10 ms later. A read
+    // ending inside the track is read ahead of as before.
+    let d = drive(Some(cache()));
+    let mut ctl = Controller::new(&d, HEAD);
+    let whole = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 100);
+    let next = serve(
+        &mut ctl,
+        &d,
+        whole.access.end + Span::from_ms(10),
+        Op::Read,
+        5_100,
+        4,
+    );
+    assert!(!next.hit, "no read-ahead across the head switch");
+    let part = serve(
+        &mut ctl,
+        &d,
+        next.access.end + Span::from_ms(10),
+        Op::Read,
+        7_000,
+        50,
+    );
+    let on = serve(
+        &mut ctl,
+        &d,
+        part.access.end + Span::from_ms(10),
+        Op::Read,
+        7_050,
+        4,
+    );
+    assert!(on.hit, "the rest of the track is read ahead");
+}
+
+#[test]
 fn a_never_disconnect_read_larger_than_its_segment_waits_for_the_segment() {
     // DiskSim `disk_buffer_block_available`: the media does not read a sector a segment
     // or more ahead of what the host has taken, whether or not the drive disconnects.
