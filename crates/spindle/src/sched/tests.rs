@@ -167,7 +167,6 @@ fn satf_picks_the_brute_force_argmin_on_long_queues() {
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
         let mut s = Policy::Satf.build(None, d.geometry().cylinders());
         let mut queued: Vec<DiskRequest> = Vec::new();
-        let capacity = d.capacity_sectors();
         let mut head = HeadState {
             cylinder: 0,
             head: 0,
@@ -185,23 +184,7 @@ fn satf_picks_the_brute_force_argmin_on_long_queues() {
                 } else {
                     1
                 };
-                let list: Vec<(u8, crate::drive::Target)> = (0..copies)
-                    .map(|k| (k as u8, d.locate(rng.gen_range(0..capacity))))
-                    .collect();
-                let r = DiskRequest {
-                    id: seq,
-                    op: if rng.gen_bool(0.5) {
-                        Op::Read
-                    } else {
-                        Op::Write
-                    },
-                    lba: 0,
-                    sectors: 1,
-                    target: list[0].1,
-                    replicas: Replicas::from_list(list),
-                    queued_at: now,
-                    seq,
-                };
+                let r = random_request(&mut rng, &d, seq, copies, now);
                 queued.push(r.clone());
                 s.push(r);
             }
@@ -266,23 +249,7 @@ fn satf_delayed_class_picks_as_two_queues() {
             0..=5 if grow || rng.gen_bool(0.2) => {
                 seq += 1;
                 let copies = rng.gen_range(1..=3);
-                let list: Vec<(u8, crate::drive::Target)> = (0..copies)
-                    .map(|k| (k as u8, d.locate(rng.gen_range(0..d.capacity_sectors()))))
-                    .collect();
-                let r = DiskRequest {
-                    id: seq,
-                    op: if rng.gen_bool(0.5) {
-                        Op::Read
-                    } else {
-                        Op::Write
-                    },
-                    lba: 0,
-                    sectors: 1,
-                    target: list[0].1,
-                    replicas: Replicas::from_list(list),
-                    queued_at: now,
-                    seq,
-                };
+                let r = random_request(&mut rng, &d, seq, copies, now);
                 if rng.gen_bool(0.7) {
                     delayed.push(seq);
                     one.push_delayed(r.clone());
@@ -327,5 +294,34 @@ fn satf_delayed_class_picks_as_two_queues() {
         );
         assert_eq!(one.len(), foreground.len());
         assert_eq!(one.stats(), two.stats());
+    }
+}
+
+/// A one-sector request `seq` at `copies` random places on `d`, read or write at random
+/// (the property tests' queue traffic).
+fn random_request(
+    rng: &mut rand_pcg::Pcg64Mcg,
+    d: &Drive,
+    seq: u64,
+    copies: usize,
+    now: Nanos,
+) -> DiskRequest {
+    use rand::Rng;
+    let list: Vec<(u8, crate::drive::Target)> = (0..copies)
+        .map(|k| (k as u8, d.locate(rng.gen_range(0..d.capacity_sectors()))))
+        .collect();
+    DiskRequest {
+        id: seq,
+        op: if rng.gen_bool(0.5) {
+            Op::Read
+        } else {
+            Op::Write
+        },
+        lba: 0,
+        sectors: 1,
+        target: list[0].1,
+        replicas: Replicas::from_list(list),
+        queued_at: now,
+        seq,
     }
 }
