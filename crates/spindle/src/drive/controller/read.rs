@@ -215,6 +215,9 @@ impl Controller {
             } else {
                 let mut ready: Vec<(Nanos, Nanos)> = ready.into_iter().map(|t| (t, t)).collect();
                 let cached = ready.iter().filter(|t| t.1 <= now).count() as u64;
+                // When the media reading the rest is done (none if the read-ahead brings
+                // all of it).
+                let mut rest_end = None;
                 if covered < x.sectors {
                     // The read-ahead bringing in the first part reads on into the rest
                     // without stopping (the hit raises its goal past the request,
@@ -236,6 +239,36 @@ impl Controller {
                         _ => now + self.read_miss_overhead(p),
                     }
                     .max(self.mech_free);
+                    // For a read larger than its segment, when each sector still to come
+                    // from the read-ahead starts under the head, not only when it is
+                    // buffered: the media stops for a full segment at a sector's start.
+                    let seg_size = u64::from(c.segment_sectors).max(1);
+                    if let Some(ra) = self
+                        .read_ahead
+                        .as_ref()
+                        .filter(|ra| ra.segment == seg && u64::from(x.sectors) > seg_size)
+                    {
+                        let from = x.lba + cached;
+                        let to = x.lba + u64::from(covered);
+                        if to > from && from >= ra.from {
+                            let mut ra_times = Vec::with_capacity((to - ra.from) as usize);
+                            let read = Transfer {
+                                op: Op::Read,
+                                lba: ra.from,
+                                sectors: (to - ra.from) as u32,
+                            };
+                            let none = None::<&mut rand_pcg::Pcg64Mcg>;
+                            drive.access_with_sector_times(
+                                ra.began,
+                                &ra.head,
+                                read,
+                                none,
+                                &mut ra_times,
+                            );
+                            ready[cached as usize..covered as usize]
+                                .copy_from_slice(&ra_times[(from - ra.from) as usize..]);
+                        }
+                    }
                     self.stop_read_ahead(drive, t);
                     let mut times = Vec::with_capacity(rest.sectors as usize);
                     let a = drive.access_with_sector_times(
@@ -249,10 +282,9 @@ impl Controller {
                     self.head.cylinder = a.end_cylinder;
                     self.head.head = a.end_head;
                     self.mech_free = a.end;
-                    let rest_end = rest.lba + u64::from(rest.sectors);
-                    self.segments[seg].end = self.segments[seg].end.max(rest_end);
-                    // The media access goes on into the read-ahead, as after a miss.
-                    self.start_read_ahead(drive, p, (seg, None), x_end, a.end);
+                    let rest_last = rest.lba + u64::from(rest.sectors);
+                    self.segments[seg].end = self.segments[seg].end.max(rest_last);
+                    rest_end = Some(a.end);
                 }
                 // Sectors still on their way cross as they come, the drive letting go of
                 // the bus when it has sent all that is buffered and reconnecting at the
@@ -276,7 +308,46 @@ impl Controller {
                 } else {
                     begin
                 };
-                self.read_interface(p, connected, &ready, k0, (disconnect, reselect), &mut log)
+                let seg_size = u64::from(c.segment_sectors).max(1);
+                match rest_end {
+                    Some(_) if want > seg_size => {
+                        // Larger than its segment: the media, the read-ahead's sectors and
+                        // then the rest's, stops while the segment is full of sectors the
+                        // host has not taken (`disk_buffer_block_available`), as for a
+                        // partial hit on cached data.
+                        let bus = Self::read_bus(p, connected, k0, (disconnect, reselect));
+                        let media = Transfer {
+                            op: Op::Read,
+                            lba: x.lba + cached,
+                            sectors: x.sectors - cached as u32,
+                        };
+                        let (e, media_end, _) = read_media_segmented(
+                            drive,
+                            &self.head,
+                            (media, cached),
+                            &ready[cached as usize..],
+                            &bus,
+                            &mut log,
+                        );
+                        self.mech_free = media_end;
+                        self.start_read_ahead(drive, p, (seg, None), x_end, media_end);
+                        e
+                    }
+                    _ => {
+                        // The media access goes on into the read-ahead, as after a miss.
+                        if let Some(media_end) = rest_end {
+                            self.start_read_ahead(drive, p, (seg, None), x_end, media_end);
+                        }
+                        self.read_interface(
+                            p,
+                            connected,
+                            &ready,
+                            k0,
+                            (disconnect, reselect),
+                            &mut log,
+                        )
+                    }
+                }
             };
             if partial {
                 // A partial hit on cached data: the rest is read once the read-miss command
