@@ -167,6 +167,28 @@ pub(super) fn write_media_immediate(
     land: Nanos,
     ready: impl Fn(u64) -> Nanos,
 ) -> Nanos {
+    struct Ready<F>(F);
+    impl<F: Fn(u64) -> Nanos> SegmentSim for Ready<F> {
+        fn event(&mut self, _: Nanos, _: bool) {}
+        fn may_pass(&self, j: u64, due: Nanos) -> bool {
+            (self.0)(j) <= due
+        }
+        fn passed(&mut self, _: u64) {}
+    }
+    immediate_walk(drive, head, x, land, &mut Ready(ready))
+}
+
+/// [`write_media_immediate`]'s sector loop, with a sector event at the end of each sector
+/// time for the interface, and `passed` for the sectors written in order (`inblkno`: a
+/// write's sectors written out of order free no room in its segment until the in-order
+/// writing reaches them and jumps past the run, DiskSim `disk_buffer_transfer_size`).
+fn immediate_walk(
+    drive: &Drive,
+    head: &HeadState,
+    x: Transfer,
+    land: Nanos,
+    sim: &mut impl SegmentSim,
+) -> Nanos {
     let end_lba = x.lba + u64::from(x.sectors);
     let (mut first, mut land, mut end) = (x.lba, land, land);
     while first < end_lba {
@@ -186,6 +208,8 @@ pub(super) fn write_media_immediate(
         let stop = end_lba.min(next);
         // Sector events are whole steps from the first (no rounding carried step to step).
         let base = land + drive.rotational_wait(land, head.phase_ns, target.angle_ns);
+        sim.event(base, false);
+        sim.event(base, true);
         let (mut c, mut steps) = (first, 0u64);
         // The out-of-order run, `immedstart..immedend`.
         let mut run: Option<(u64, u64)> = None;
@@ -193,8 +217,10 @@ pub(super) fn write_media_immediate(
         let mut guard = 0u64;
         while first < stop && guard < 1_000 * lbns {
             guard += 1;
-            let available = c >= first && c < stop && ready(c - x.lba) <= base + step(steps);
+            let available = c >= first && c < stop && sim.may_pass(c - x.lba, base + step(steps));
             steps += 1;
+            let done = base + step(steps);
+            sim.event(done, false);
             if available {
                 if c == first {
                     first += 1;
@@ -203,6 +229,7 @@ pub(super) fn write_media_immediate(
                         first = b;
                         run = None;
                     }
+                    sim.passed(first - 1 - x.lba);
                 } else {
                     run = match run {
                         None => Some((c, c + 1)),
@@ -212,6 +239,7 @@ pub(super) fn write_media_immediate(
                     };
                 }
             }
+            sim.event(done, true);
             c = if c + 1 < next { c + 1 } else { tf };
         }
         end = base + step(steps);
@@ -271,7 +299,7 @@ pub(super) fn write_media_segmented(
     drive: &Drive,
     head: &HeadState,
     x: Transfer,
-    times: &[(Nanos, Nanos)],
+    (times, immediate): (&[(Nanos, Nanos)], Option<Nanos>),
     bus: &WriteBus,
 ) -> (Nanos, Nanos) {
     let n = times.len() as u64;
@@ -398,7 +426,12 @@ pub(super) fn write_media_segmented(
         written: 0,
         data_in: bus.start,
     };
-    let (end, _) = segment_walk(drive, head, x, times, Op::Write, &mut sim);
+    // A zero-latency write ("Immediate buffer write") lands at `immediate` and writes out
+    // of order what is buffered.
+    let end = match immediate {
+        Some(land) => immediate_walk(drive, head, x, land, &mut sim),
+        None => segment_walk(drive, head, x, times, Op::Write, &mut sim).0,
+    };
     (sim.data_in, end)
 }
 

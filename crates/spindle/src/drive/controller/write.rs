@@ -263,7 +263,8 @@ impl Controller {
                 disconnect: p.t.write_disconnect,
                 reselect: p.t.first_reselect + p.t.data_preparation,
             };
-            write_media_segmented(drive, &self.head, x, &times, &bus)
+            let immediate = c.immediate_buffer_write.then_some(landed);
+            write_media_segmented(drive, &self.head, x, (&times, immediate), &bus)
         };
         self.head.cylinder = a.end_cylinder;
         self.head.head = a.end_head;
