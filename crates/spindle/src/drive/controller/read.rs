@@ -168,7 +168,11 @@ impl Controller {
                     self.stop_read_ahead(drive, now);
                 }
                 match self.read_ahead.as_mut() {
-                    Some(ra) if ra.segment == seg => ra.until = ra.until.max(goal),
+                    Some(ra) if ra.segment == seg => {
+                        ra.until = ra
+                            .until
+                            .max(Self::read_ahead_reach(drive, c, ra.from, goal));
+                    }
                     Some(_) => {}
                     None => {
                         // The idle mechanism resumes reading where the segment's data ends
@@ -177,7 +181,15 @@ impl Controller {
                         // — once the command overhead is done (a read's mechanical activity
                         // waits for the read-miss overhead, `disk_read_arrive`).
                         let from = self.segments[seg].end;
-                        if from < goal && (from < x_end || c.read_ahead_on_idle_hit) {
+                        // Modes 1 and 2 read ahead only on the heads' track or cylinder.
+                        let dest = drive.locate(from).chs;
+                        let moved = match c.continuous_read {
+                            1 => (dest.cylinder, dest.head) != (self.head.cylinder, self.head.head),
+                            2 => dest.cylinder != self.head.cylinder,
+                            _ => false,
+                        };
+                        let goal = Self::read_ahead_reach(drive, c, from, goal);
+                        if !moved && from < goal && (from < x_end || c.read_ahead_on_idle_hit) {
                             let miss = self.read_miss_overhead(p);
                             self.segments[seg].write_end = None;
                             self.read_ahead = Some(ReadAhead {

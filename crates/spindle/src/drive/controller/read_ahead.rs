@@ -231,7 +231,7 @@ impl Controller {
     /// it a segment from the request's first sector (its end plus the minimum read-ahead if
     /// the request leaves less than that). `None` for the other modes.
     pub(super) fn read_ahead_goal(drive: &Drive, c: &CacheSpec, x: &Transfer) -> Option<u64> {
-        if c.continuous_read != 3 || c.enable_caching == 0 {
+        if !matches!(c.continuous_read, 1..=3) || c.enable_caching == 0 {
             return None;
         }
         let n = u64::from(x.sectors);
@@ -248,6 +248,18 @@ impl Controller {
             x.lba + size
         };
         Some(goal.min(drive.capacity_sectors()))
+    }
+
+    /// How far a read-ahead from `from` may go towards `goal`: modes 1 and 2 stop where
+    /// the background read would need a head switch (mode 1) or a seek (mode 2) (DiskSim
+    /// `disk_initiate_seek`), counted in LBNs.
+    pub(super) fn read_ahead_reach(drive: &Drive, c: &CacheSpec, from: u64, goal: u64) -> u64 {
+        let n = goal.saturating_sub(from);
+        match c.continuous_read {
+            1 => from + lbns_before_switch(drive, from, n, false),
+            2 => from + lbns_before_switch(drive, from, n, true),
+            _ => goal,
+        }
     }
 
     pub(super) fn start_read_ahead(
