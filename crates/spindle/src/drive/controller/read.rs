@@ -468,11 +468,14 @@ impl Controller {
         // Miss: the mechanism is needed.
         let t = now + overhead;
         let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
-        match self.read_ahead_unstoppable_until(drive, c, t) {
-            Some(h) => self.stop_read_ahead(drive, h),
+        let held = match self.read_ahead_unstoppable_until(drive, c, t) {
+            Some(h) => {
+                self.stop_read_ahead(drive, h);
+                Span::ZERO
+            }
             None => self.preempt_read_ahead(drive, c, now),
-        }
-        let start = t.max(self.mech_free);
+        };
+        let start = (t + held).max(self.mech_free);
         // Write-back data is destaged first, or was before the miss arrived: its segment is
         // then clean with read hits on write data, else empty, and a new read prefers an
         // empty segment to a clean one (DiskSim `disk_release_hda`,

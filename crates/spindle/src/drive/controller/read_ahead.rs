@@ -6,7 +6,7 @@ use super::{lbns_before_switch, track_of, Controller, Params, ReadAhead};
 use crate::drive::cache_spec::CacheSpec;
 use crate::drive::mech::{Access, Drive, HeadState, Transfer};
 use crate::drive::sector_loop::BusLog;
-use crate::{Nanos, Op};
+use crate::{Nanos, Op, Span};
 
 impl Controller {
     /// The segment a read of `x` arriving at `now` hits, if its first sector is buffered:
@@ -103,10 +103,12 @@ impl Controller {
     /// is free once the sector under the head has passed (`disk_seek_stoptime` is the pending
     /// sector event's time; which settings move that event was measured against the oracle,
     /// not read from the source: 97.636 % with the mechanism always free at once, 97.618 %
-    /// with the sector always finished, 97.648 % so).
-    pub(super) fn preempt_read_ahead(&mut self, drive: &Drive, c: &CacheSpec, now: Nanos) {
+    /// with the sector always finished, 97.648 % so). Returns how long after `now` the
+    /// mechanism is held: DiskSim adds that wait to the new request's command overhead
+    /// before its seek starts (`disk_check_hda`: `delay` is the sum of both).
+    pub(super) fn preempt_read_ahead(&mut self, drive: &Drive, c: &CacheSpec, now: Nanos) -> Span {
         let Some(ra) = &self.read_ahead else {
-            return;
+            return Span::ZERO;
         };
         let done = Self::read_ahead_done(drive, ra, now);
         // A read-ahead moving to its next track finishes the head switch or seek first
@@ -141,6 +143,7 @@ impl Controller {
             self.head.head = to.head;
         }
         self.mech_free = self.mech_free.max(free);
+        free.saturating_since(now)
     }
 
     /// Whether `x` overlaps what the read-ahead's segment holds at `t` (DiskSim

@@ -105,10 +105,13 @@ impl Controller {
         // set: DiskSim hands the hda to the write (`disk_check_hda`) once the read-ahead is
         // stoppable; the setting only cuts short the goal of a read-ahead the write
         // overlaps (`disk_buffer_stopable_access`), which stopping it here covers.
-        match unstoppable {
-            Some(h) => self.stop_read_ahead(drive, h),
+        let held = match unstoppable {
+            Some(h) => {
+                self.stop_read_ahead(drive, h);
+                Span::ZERO
+            }
             None => self.preempt_read_ahead(drive, c, now),
-        }
+        };
         // Data comes over the interface first (after the extra disconnect, if any).
         let mut bus_start = t + p.t.data_preparation;
         // The drive has disconnected after the command overhead and the write disconnect
@@ -170,7 +173,7 @@ impl Controller {
             Some(e) => t + ns(e.seek_delta_ms),
             None => t,
         };
-        let mut start = seek_from.max(self.mech_free);
+        let mut start = (seek_from + held).max(self.mech_free);
         // Sector k goes to the media when it comes under the head and must be in the buffer
         // by then (DiskSim `disk_buffer_block_available` at the sector's start); a drive with
         // the extra write disconnect starts writing only once min(request, 10) sectors are
