@@ -50,7 +50,8 @@ impl Controller {
             .enumerate()
             .max_by_key(|(_, s)| s.used)
             .map(|(i, _)| i);
-        let seg = match self.segments.iter().position(|s| s.dirty && s.end == x.lba) {
+        let first_used = self.segments.iter().map(|s| s.used).collect::<Vec<_>>();
+        let mut seg = match self.segments.iter().position(|s| s.dirty && s.end == x.lba) {
             Some(i) if c.combine_seq_writes => i,
             _ => self.take_segment(p, Op::Write, (x.lba, x.lba + n), reading),
         };
@@ -72,6 +73,18 @@ impl Controller {
             .extra_write_disconnect
             .as_ref()
             .filter(|_| !c.never_disconnect && follows_write);
+        // A write that waits for the destage of data it does not append to (below) has
+        // its segment chosen again once the destage is done (DiskSim `disk_release_hda`,
+        // `disk_buffer_select_write_segment`): the destaged segment is then empty (or
+        // clean) and preferred to the clean one picked on arrival, which the first choice
+        // did not make the most recently used (`disk_buffer_set_segment` is not reached).
+        if !c.never_disconnect && !appends && destaging {
+            for (s, &used) in self.segments.iter_mut().zip(&first_used) {
+                s.used = used;
+            }
+            self.destaged(c);
+            seg = self.take_segment(p, Op::Write, (x.lba, x.lba + n), reading);
+        }
         let overhead = match (extra, fast, after_read) {
             (Some(e), _, _) => ns(e.command_ms),
             (None, true, true) => p.t.write_hit_after_read,
