@@ -227,6 +227,37 @@ impl Controller {
             } else {
                 let mut ready: Vec<(Nanos, Nanos)> = ready.into_iter().map(|t| (t, t)).collect();
                 let cached = ready.iter().filter(|t| t.1 <= now).count() as u64;
+                // A read larger than its segment: when each sector still to come from the
+                // read-ahead starts under the head, not only when it is buffered, for the
+                // media stops for a full segment at a sector's start.
+                let seg_size = u64::from(c.segment_sectors).max(1);
+                let larger = u64::from(x.sectors) > seg_size;
+                if let Some(ra) = self
+                    .read_ahead
+                    .as_ref()
+                    .filter(|ra| ra.segment == seg && larger)
+                {
+                    let from = x.lba + cached;
+                    let to = x.lba + u64::from(covered);
+                    if to > from && from >= ra.from {
+                        let mut ra_times = Vec::with_capacity((to - ra.from) as usize);
+                        let read = Transfer {
+                            op: Op::Read,
+                            lba: ra.from,
+                            sectors: (to - ra.from) as u32,
+                        };
+                        let none = None::<&mut rand_pcg::Pcg64Mcg>;
+                        drive.access_with_sector_times(
+                            ra.began,
+                            &ra.head,
+                            read,
+                            none,
+                            &mut ra_times,
+                        );
+                        ready[cached as usize..covered as usize]
+                            .copy_from_slice(&ra_times[(from - ra.from) as usize..]);
+                    }
+                }
                 // When the media reading the rest is done (none if the read-ahead brings
                 // all of it).
                 let mut rest_end = None;
@@ -251,36 +282,6 @@ impl Controller {
                         _ => now + self.read_miss_overhead(p),
                     }
                     .max(self.mech_free);
-                    // For a read larger than its segment, when each sector still to come
-                    // from the read-ahead starts under the head, not only when it is
-                    // buffered: the media stops for a full segment at a sector's start.
-                    let seg_size = u64::from(c.segment_sectors).max(1);
-                    if let Some(ra) = self
-                        .read_ahead
-                        .as_ref()
-                        .filter(|ra| ra.segment == seg && u64::from(x.sectors) > seg_size)
-                    {
-                        let from = x.lba + cached;
-                        let to = x.lba + u64::from(covered);
-                        if to > from && from >= ra.from {
-                            let mut ra_times = Vec::with_capacity((to - ra.from) as usize);
-                            let read = Transfer {
-                                op: Op::Read,
-                                lba: ra.from,
-                                sectors: (to - ra.from) as u32,
-                            };
-                            let none = None::<&mut rand_pcg::Pcg64Mcg>;
-                            drive.access_with_sector_times(
-                                ra.began,
-                                &ra.head,
-                                read,
-                                none,
-                                &mut ra_times,
-                            );
-                            ready[cached as usize..covered as usize]
-                                .copy_from_slice(&ra_times[(from - ra.from) as usize..]);
-                        }
-                    }
                     self.stop_read_ahead(drive, t);
                     let mut times = Vec::with_capacity(rest.sectors as usize);
                     let a = drive.access_with_sector_times(
@@ -320,9 +321,8 @@ impl Controller {
                 } else {
                     begin
                 };
-                let seg_size = u64::from(c.segment_sectors).max(1);
                 match rest_end {
-                    Some(_) if want > seg_size => {
+                    _ if larger && fed => {
                         // Larger than its segment: the media, the read-ahead's sectors and
                         // then the rest's, stops while the segment is full of sectors the
                         // host has not taken (`disk_buffer_block_available`), as for a
@@ -341,8 +341,15 @@ impl Controller {
                             &bus,
                             &mut log,
                         );
-                        self.mech_free = media_end;
-                        self.start_read_ahead(drive, p, (seg, None), x_end, media_end);
+                        // A read-ahead held back by the full segment goes on from the
+                        // request's end once the media is done with the request's sectors;
+                        // one never held back goes on as it was.
+                        let held_back = media_end > ready[ready.len() - 1].1;
+                        if rest_end.is_some() || held_back {
+                            self.stop_read_ahead(drive, now);
+                            self.mech_free = media_end;
+                            self.start_read_ahead(drive, p, (seg, None), x_end, media_end);
+                        }
                         e
                     }
                     _ => {
