@@ -304,6 +304,9 @@ impl Controller {
                 dirty: fast,
             };
         }
+        // The segment is circular: it holds at most its size, the last sectors written
+        // (DiskSim `disk_buffer_segment_wrap` as the data comes in).
+        s.start = s.start.max(s.end.saturating_sub(seg_size));
         // Without read hits on write data, written data is not cached: a written-through
         // segment is empty at once; a dirty one keeps its range (a later write may append
         // to it, DiskSim BUFFER_APPEND) but serves no read hit, and is emptied when it is
