@@ -157,11 +157,11 @@ fn mechanics_only_models_agree_with_disksim_request_by_request() {
 }
 
 /// The issue's criterion: ≥ 99 % of requests within 2 µs over 300 models × 2,000 requests
-/// with every parameter drawn. Not met yet: 98.58 % on 2026-11-27 (98.70 % with the
-/// documented departure switched off, `--disksim-semantics`; 224 models compared, DiskSim
-/// aborted on 76); worst regions in docs/validation.md.
+/// with every parameter drawn, as users run it (the documented departure on). Measured
+/// 2026-11-27 after the fourth round of fixes: 99.04 % (99.16 % with `--disksim-semantics`;
+/// 224 models compared, DiskSim aborted on 76). Deterministic, so the bound is the
+/// criterion itself; worst regions in docs/validation.md.
 #[test]
-#[ignore = "issue 16 is open: 98.58 % of requests agree with every parameter drawn, 99 % needed (docs/validation.md)"]
 fn every_parameter_models_agree_with_disksim_request_by_request() {
     let Some(oracle) = oracle() else { return };
     let s = differential(oracle, "full", 300, 2000);
@@ -174,13 +174,13 @@ fn every_parameter_models_agree_with_disksim_request_by_request() {
 }
 
 /// Every parameter drawn, as a regression guard at the measured level: seeds 1..=40 ×
-/// 1,000 requests gave 98.14 % within 2 µs on 2026-11-27 after the third round of that
-/// day's fixes (33 models compared, DiskSim aborted on 7; deterministic; 97.31 % before
-/// them, 96.69 % and 92.33 % earlier that day, 89.17 % before the fixes of 2026-11-26).
-/// The bound, 97.8 %, sits about a third of a point below: the run is deterministic, so the
+/// 1,000 requests gave 98.76 % within 2 µs on 2026-11-27 after the fourth round of that
+/// day's fixes (33 models compared, DiskSim aborted on 7; deterministic; 98.14 % after the
+/// third, 97.31 % before it, 96.69 % and 92.33 % earlier that day, 89.17 % before the fixes
+/// of 2026-11-26). The bound, 98.4 %, sits about a third of a point below: the run is deterministic, so the
 /// margin is not for noise but leaves room for a faithful fix that trades a few requests
-/// in these 40 models for more elsewhere (no kept fix of 2026-11-27 cost any model more
-/// than 9 requests). It is not the issue's criterion (above).
+/// in these 40 models for more elsewhere (a kept fix of 2026-11-27 cost one model at most
+/// 30 requests, 0.07 % of this run). It is not the issue's criterion (above).
 #[test]
 fn every_parameter_models_do_not_regress() {
     let Some(oracle) = oracle() else { return };
@@ -192,7 +192,7 @@ fn every_parameter_models_do_not_regress() {
         pct(&s["writes"])
     );
     assert!(
-        all >= 97.8,
+        all >= 98.4,
         "{all:.2} % within 2 us; regions: {}",
         s["regions"]
     );

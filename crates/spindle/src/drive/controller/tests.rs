@@ -531,3 +531,141 @@ fn write_through_completes_after_the_media_write() {
         media.end
     );
 }
+
+#[test]
+fn a_hit_moves_the_read_ahead_goal_in_modes_1_and_2_too() {
+    // DiskSim `disk_buffer_attempt_seg_ownership` raises `maxreadaheadblkno` to
+    // `disk_buffer_get_max_readahead` of the hit whatever the read-ahead mode; modes 1
+    // and 2 still stop at the track's (cylinder's) end, here sector 5100.
+    for mode in [1, 2] {
+        let mut c = cache();
+        c.continuous_read = mode;
+        c.max_read_ahead_sectors = 40;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let miss = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 20);
+        // While the read-ahead (to 5060) runs, a hit on 5020..5040 moves its goal to 5080.
+        let t = miss.access.end + Span::from_ms_f64(0.1);
+        assert!(serve(&mut ctl, &d, t, Op::Read, 5_020, 20).hit);
+        let t = t + Span::from_ms(100);
+        let next = serve(&mut ctl, &d, t, Op::Read, 5_060, 20);
+        assert!(next.hit, "5060..5080 is read ahead (mode {mode})");
+    }
+}
+
+#[test]
+fn a_miss_waits_for_the_stopped_read_ahead_sector_after_its_command_overhead() {
+    // DiskSim `disk_check_hda`: the seek is delayed by the command overhead *plus* the
+    // wait for the stopped read-ahead's pending sector (`disk_seek_stoptime`), not by the
+    // larger of the two. Without "Stop prefetch in sector" that sector is finished first.
+    let mut spec = cache();
+    spec.read_directly_to_buffer = false;
+    let d = drive(Some(spec.clone()));
+    let mut ctl = Controller::new(&d, HEAD);
+    let miss = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 4);
+    // The read-ahead (5004..5100, 5.76 ms of media) is under way.
+    let now = miss.access.end + Span::from_ms_f64(0.03);
+    let mut probe = ctl.clone();
+    let held = probe.preempt_read_ahead(&d, &spec, now);
+    assert!(
+        held > Span::ZERO && held < Span::from_ms_f64(0.061),
+        "{held:?}"
+    );
+    let to = d.locate(50_000).chs;
+    let seek = d.seek_span(probe.head.cylinder, probe.head.head, to, Op::Read);
+    let far = serve(&mut ctl, &d, now, Op::Read, 50_000, 4);
+    assert!(!far.hit);
+    // `Access::seek` counts the wait after the command overhead (0.3 ms) with the seek.
+    assert_eq!(far.access.seek, seek + held);
+}
+
+#[test]
+fn a_write_waiting_for_a_destage_takes_the_destaged_segment() {
+    // DiskSim chooses the segment again once the destage is done (`disk_release_hda`,
+    // `disk_buffer_select_write_segment`): the destaged segment is empty (no read hits on
+    // write data) and preferred to the clean one holding read data, which survives.
+    let mut c = cache();
+    c.read_hits_on_write_data = false;
+    c.continuous_read = 0;
+    c.max_read_ahead_sectors = 0;
+    let d = drive(Some(c));
+    let mut ctl = Controller::new(&d, HEAD);
+    let r = serve(&mut ctl, &d, Nanos(0), Op::Read, 0, 4);
+    let t = r.access.end + Span::from_ms(30);
+    let w = serve(&mut ctl, &d, t, Op::Write, 50_000, 8);
+    // The second write arrives while the first is destaged, and does not append to it.
+    assert!(ctl.mech_free() > w.access.end);
+    let w2 = serve(&mut ctl, &d, w.access.end, Op::Write, 90_000, 8);
+    let t = w2.access.end.max(ctl.mech_free()) + Span::from_ms(30);
+    assert!(serve(&mut ctl, &d, t, Op::Read, 0, 4).hit);
+}
+
+#[test]
+fn a_write_larger_than_its_segment_keeps_only_its_last_sectors() {
+    // DiskSim `disk_buffer_segment_wrap`: the circular segment holds the last
+    // `segment_sectors` written, so the start of a longer write is not cached.
+    let mut c = cache();
+    c.segment_sectors = 50;
+    c.read_hits_on_write_data = true;
+    c.continuous_read = 0;
+    c.max_read_ahead_sectors = 0;
+    let d = drive(Some(c));
+    let mut ctl = Controller::new(&d, HEAD);
+    let w = serve(&mut ctl, &d, Nanos(0), Op::Write, 5_000, 120);
+    let t = w.access.end.max(ctl.mech_free()) + Span::from_ms(30);
+    let mut tail = ctl.clone();
+    assert!(serve(&mut tail, &d, t, Op::Read, 5_080, 40).hit);
+    assert!(!serve(&mut ctl, &d, t, Op::Read, 5_000, 8).hit);
+}
+
+#[test]
+fn a_zero_latency_write_larger_than_its_segment_writes_out_of_order() {
+    // DiskSim `disk_buffer_sector_done`: with "Immediate buffer write" the media writes a
+    // buffered sector as it passes even when an earlier one is not yet in, so a write
+    // whose data trails the head finishes sooner than writing in order, which waits a
+    // turn for the first sector. 150 sectors through a 100-sector segment, the bus
+    // (0.1 ms a sector) slower than the media (0.06 ms).
+    let run = |immediate: bool| {
+        let mut c = cache();
+        c.segment_sectors = 100;
+        c.fast_write_level = 0;
+        c.bus_sector_ms = 0.01;
+        c.immediate_buffer_write = immediate;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let a = serve(&mut ctl, &d, Nanos(0), Op::Write, 5_000, 10);
+        let b = serve(&mut ctl, &d, a.access.end, Op::Write, 5_010, 150);
+        b.access.end.since(a.access.end)
+    };
+    let (in_order, out_of_order) = (run(false), run(true));
+    // Measured: 18.06 against 21.0 ms (in order waits a whole turn, 6 ms, for sector
+    // 5010; out of order writes what passes meanwhile and comes round for the rest).
+    assert!(
+        out_of_order + Span::from_ms(2) < in_order,
+        "{out_of_order:?} vs {in_order:?}"
+    );
+}
+
+#[test]
+fn a_hit_the_read_ahead_feeds_stops_the_media_while_its_segment_is_full() {
+    // DiskSim `disk_buffer_block_available`: the media does not read a sector a segment
+    // or more ahead of what the host has taken, for sectors the read-ahead brings to a
+    // hit as for a miss. The bus (0.1 ms a sector) is slower than the media (0.06 ms):
+    // through a 30-sector segment the 80-sector hit loses turns of the platter that a
+    // 400-sector segment does not.
+    let run = |segment: u32| {
+        let mut c = cache();
+        c.continuous_read = 3;
+        c.segment_sectors = segment;
+        c.max_read_ahead_sectors = 20;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let miss = serve(&mut ctl, &d, Nanos(0), Op::Read, 5_000, 20);
+        let t = miss.access.end + Span::from_ms_f64(0.1);
+        let hit = serve(&mut ctl, &d, t, Op::Read, 5_020, 80);
+        assert!(hit.hit);
+        hit.access.end.since(t)
+    };
+    let (small, large) = (run(30), run(400));
+    assert!(small > large + Span::from_ms(2), "{small:?} vs {large:?}");
+}
