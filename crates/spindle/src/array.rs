@@ -1064,6 +1064,10 @@ impl Array {
         self.table.mark_promoted(entry);
         // Moving queue entries leaves the entry's operations as they are.
         let ids = std::mem::take(&mut self.table[entry].ops);
+        // Cold operations, one per copy: their misses overlap instead of one per turn.
+        for &id in ids.iter() {
+            self.ops.prefetch(id);
+        }
         for &id in ids.iter() {
             let op = &mut self.ops[id];
             if !op.in_delayed {
