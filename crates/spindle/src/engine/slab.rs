@@ -49,16 +49,7 @@ impl<T> Slab<T> {
     #[inline]
     pub fn prefetch(&self, i: usize) {
         if let Some(slot) = self.items.get(i) {
-            let at: *const Option<T> = slot;
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: a prefetch is a hint that never faults and reads nothing into the
-            // program; `at` points into the live table anyway. SSE is baseline on x86_64.
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>());
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            let _ = at;
+            super::prefetch(slot);
         }
     }
 

@@ -147,16 +147,7 @@ impl L2pMap {
     pub fn prefetch(&self, block: u32, replica: u32) {
         let e = self.entry(block, replica);
         if let Page::Own(p) = &self.pages[page_of(e)] {
-            let at: *const u32 = &p[(e & PAGE_MASK) as usize];
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: a prefetch is a hint that never faults and reads nothing into the
-            // program; `at` points into a live page anyway. SSE is baseline on x86_64.
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>());
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            let _ = at;
+            crate::engine::prefetch(&p[(e & PAGE_MASK) as usize]);
         }
     }
 
