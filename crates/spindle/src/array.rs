@@ -187,6 +187,9 @@ struct DiskOp {
     /// it has started.
     holders: u64,
     in_delayed: bool,
+    /// While `in_delayed`: the delayed queue's hint for its promotion
+    /// ([`DiskQueue::promote_hinted`]).
+    delayed_hint: u32,
     /// The table entry the operation serves (writes of a replicated layout).
     entry: Option<EntryId>,
     version: u64,
@@ -686,6 +689,7 @@ impl Array {
                 copies: fresh,
                 holders: 0,
                 in_delayed: false,
+                delayed_hint: u32::MAX,
                 entry: None,
                 version: 0,
                 seq: 0,
@@ -958,6 +962,7 @@ impl Array {
                     copies: all & !self.lost_copies(&piece),
                     holders: 0,
                     in_delayed: false,
+                    delayed_hint: u32::MAX,
                     entry: Some(e),
                     version,
                     seq: 0,
@@ -1015,6 +1020,7 @@ impl Array {
             copies,
             holders: 1 << m,
             in_delayed: false,
+            delayed_hint: u32::MAX,
             entry,
             version,
             seq: 0,
@@ -1058,19 +1064,24 @@ impl Array {
         self.table.mark_promoted(entry);
         // Moving queue entries leaves the entry's operations as they are.
         let ids = std::mem::take(&mut self.table[entry].ops);
+        // Cold operations, one per copy: their misses overlap instead of one per turn.
+        for &id in ids.iter() {
+            self.ops.prefetch(id);
+        }
         for &id in ids.iter() {
             let op = &mut self.ops[id];
             if !op.in_delayed {
                 continue;
             }
             op.in_delayed = false;
+            let hint = op.delayed_hint;
             let d =
                 self.layout.disks_of(op.piece.column).start + op.holders.trailing_zeros() as usize;
             if self.disks[d].busy.as_ref().is_some_and(|f| f.op == id) {
                 continue;
             }
             assert!(
-                self.disks[d].queue.promote(id as u64),
+                self.disks[d].queue.promote_hinted(id as u64, hint),
                 "a delayed write is in its delayed queue"
             );
             if self.disks[d].busy.is_none() {
@@ -1336,6 +1347,7 @@ impl Array {
                         copies,
                         holders: 1 << mi,
                         in_delayed: !promoted,
+                        delayed_hint: u32::MAX,
                         entry: Some(entry),
                         version: op.version,
                         seq: 0,
@@ -1347,7 +1359,7 @@ impl Array {
                     if promoted {
                         self.disks[d].queue.push(r);
                     } else {
-                        self.disks[d].queue.push_delayed(r);
+                        self.ops[nid].delayed_hint = self.disks[d].queue.push_delayed_hinted(r);
                     }
                     if self.disks[d].busy.is_none() {
                         self.out.mark_for_dispatch(d);

@@ -329,6 +329,7 @@ impl Array {
             copies,
             holders: 1 << m,
             in_delayed: false,
+            delayed_hint: u32::MAX,
             entry: None,
             version: 0,
             seq: 0,

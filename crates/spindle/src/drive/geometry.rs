@@ -413,8 +413,47 @@ impl Geometry {
             let (chs, run, angle, ticks) = g1.locate_exact(lba);
             return (chs, run, angle, Some(ticks));
         }
-        let chs = self.lba_to_chs(lba);
-        (chs, self.run_on_track(lba), self.angle_index(chs), None)
+        let (chs, run, angle) = self.locate_plain(lba);
+        (chs, run, angle, None)
+    }
+
+    /// [`Geometry::locate`] for spindle's own layouts in one pass: the slot's zone found
+    /// once and its track and cylinder with two divisions, where `lba_to_chs`,
+    /// `run_on_track` and `angle_index` each find them again (the same values: a slot's zone
+    /// is its cylinder's zone).
+    fn locate_plain(&self, lba: u64) -> (Chs, u32, (u32, u32)) {
+        assert!(
+            lba < self.capacity_sectors(),
+            "lba {lba} beyond capacity {}",
+            self.capacity_sectors()
+        );
+        let slot = self.lba_to_slot(lba);
+        let z = &self.zones[self
+            .zones
+            .partition_point(|z| z.first_slot + z.slots <= slot)];
+        let rel = slot - z.first_slot;
+        let track = rel / u64::from(z.data_per_track);
+        let sector = (rel % u64::from(z.data_per_track)) as u32;
+        let cyl_switches = track / u64::from(self.surfaces);
+        let head = (track % u64::from(self.surfaces)) as u32;
+        let chs = Chs {
+            cylinder: z.first_cylinder + u32::try_from(cyl_switches).expect("cylinder fits u32"),
+            head,
+            sector,
+        };
+        let mut run = u64::from(z.data_per_track - sector).min(z.first_slot + z.slots - slot);
+        if !self.slipped_slots.is_empty() {
+            let next_slip = self.slipped_slots.partition_point(|&s| s <= slot);
+            if let Some(&s) = self.slipped_slots.get(next_slip) {
+                run = run.min(s - slot);
+            }
+        }
+        let run = u32::try_from(run).expect("a track run fits u32");
+        let head_switches = cyl_switches * u64::from(self.surfaces - 1) + u64::from(head);
+        let skew =
+            head_switches * u64::from(z.track_skew) + cyl_switches * u64::from(z.cylinder_skew);
+        let idx = ((skew + u64::from(sector)) % u64::from(z.sectors_per_track)) as u32;
+        (chs, run, (idx, z.sectors_per_track))
     }
 
     /// How many LBAs from `lba` on lie in consecutive physical sectors of the same track.
@@ -553,6 +592,19 @@ mod tests {
             let chs = g.lba_to_chs(lba);
             assert!(seen.insert(chs), "two LBAs share {chs:?}");
             assert_eq!(g.chs_to_lba(chs), Some(lba), "at {chs:?}");
+        }
+    }
+
+    #[test]
+    fn locate_is_lba_to_chs_run_on_track_and_angle_index() {
+        let g = Geometry::new(&small_spec()).unwrap();
+        for lba in 0..g.capacity_sectors() {
+            let chs = g.lba_to_chs(lba);
+            assert_eq!(
+                g.locate(lba),
+                (chs, g.run_on_track(lba), g.angle_index(chs)),
+                "lba {lba}"
+            );
         }
     }
 

@@ -400,8 +400,16 @@ impl Drive {
     /// Wait from instant `at` until the sector at `angle_ns` comes under the head.
     #[inline]
     pub fn rotational_wait(&self, at: Nanos, phase_ns: u64, angle_ns: u64) -> Span {
-        let now_angle = (at.0 % self.period_ns + phase_ns) % self.period_ns;
-        Span((angle_ns + self.period_ns - now_angle) % self.period_ns)
+        let p = self.period_ns;
+        // `x mod p` for an `x` that is almost always below `2p` (a phase and an angle are
+        // within the revolution): a subtraction instead of a division, the same value.
+        let wrap = |x: u64| match x {
+            _ if x < p => x,
+            _ if x - p < p => x - p,
+            _ => x % p,
+        };
+        let now_angle = wrap(at.0 % p + phase_ns);
+        Span(wrap(angle_ns + p - now_angle))
     }
 
     /// Predicted positioning time (overhead + seek + rotational wait) of an operation

@@ -44,6 +44,15 @@ impl<T> Slab<T> {
         v
     }
 
+    /// Asks the CPU to bring in entry `i` (any index: a hint never faults), so a miss on it
+    /// overlaps other work; no effect on results.
+    #[inline]
+    pub fn prefetch(&self, i: usize) {
+        if let Some(slot) = self.items.get(i) {
+            super::prefetch(slot);
+        }
+    }
+
     pub fn get(&self, i: usize) -> Option<&T> {
         self.items.get(i).and_then(Option::as_ref)
     }

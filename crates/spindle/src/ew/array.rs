@@ -1143,6 +1143,13 @@ impl EwArray {
             (Work::Eager { .. }, None) => unreachable!("an eager write is picked with its extent"),
         };
         self.op_mut(id).started = true;
+        if matches!(kind, Kind::Write | Kind::Propagate | Kind::Home) {
+            // Its completion updates the map entries of its blocks on this disk's mirror.
+            let (op, m) = (self.op(id), d as u32 / self.n);
+            for b in op.block..op.block + op.blocks {
+                self.map.map().prefetch(b, m);
+            }
+        }
         if self.data.is_some() {
             self.start_moves(d, id, &xfer);
         }

@@ -187,6 +187,18 @@ pub trait DiskQueue: Scheduler {
     /// Moves delayed request `id` to the foreground; false if no delayed request has it.
     fn promote(&mut self, id: u64) -> bool;
     fn delayed_len(&self) -> usize;
+    /// [`DiskQueue::push_delayed`], returning a hint for [`DiskQueue::promote_hinted`]:
+    /// where the queue keeps `r` (`u32::MAX`: no hint).
+    fn push_delayed_hinted(&mut self, r: DiskRequest) -> u32 {
+        self.push_delayed(r);
+        u32::MAX
+    }
+    /// [`DiskQueue::promote`], given the hint `id`'s push returned: a queue checks it, so a
+    /// stale hint costs only the search it saves.
+    fn promote_hinted(&mut self, id: u64, hint: u32) -> bool {
+        let _ = hint;
+        self.promote(id)
+    }
 }
 
 /// The two classes of a [`DiskQueue`] as two schedulers of one policy (SATF keeps both

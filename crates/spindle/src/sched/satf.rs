@@ -141,8 +141,8 @@ impl Satf {
         at..at + self.stride
     }
 
-    /// Queues `r` in `class`.
-    fn enqueue(&mut self, r: DiskRequest, class: Class) {
+    /// Queues `r` in `class`; returns its slot.
+    fn enqueue(&mut self, r: DiskRequest, class: Class) -> u32 {
         if r.replicas.len() > self.stride {
             self.restride(r.replicas.len());
         }
@@ -182,6 +182,7 @@ impl Satf {
         let id = r.id;
         self.slab[slot as usize] = Some(r);
         self.join(slot, class, id);
+        slot
     }
 
     /// Adds slot `s` (its copies in place, its request's id `id`) to `class`.
@@ -501,7 +502,22 @@ impl DiskQueue for Satf {
         self.enqueue(r, Class::Delayed);
     }
     fn promote(&mut self, id: u64) -> bool {
-        let Some(s) = self.slot_of(id, Class::Delayed) else {
+        self.promote_hinted(id, u32::MAX)
+    }
+    /// The hint is the request's slot, which it keeps while queued.
+    fn push_delayed_hinted(&mut self, r: DiskRequest) -> u32 {
+        self.enqueue(r, Class::Delayed)
+    }
+    fn promote_hinted(&mut self, id: u64, hint: u32) -> bool {
+        let s = hint as usize;
+        let hit = s < self.slab.len()
+            && self.place[s].0 == Class::Delayed
+            && self.slab[s].as_ref().is_some_and(|r| r.id == id);
+        let Some(s) = (if hit {
+            Some(hint)
+        } else {
+            self.slot_of(id, Class::Delayed)
+        }) else {
             return false;
         };
         self.leave(s);

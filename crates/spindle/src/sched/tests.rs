@@ -223,8 +223,8 @@ fn satf_picks_the_brute_force_argmin_on_long_queues() {
 
 /// SATF's two classes in one queue (promotion in place) choose as two SATF queues, a
 /// foreground and a delayed one, with promotion moving a request from one to the other:
-/// random pushes to either class, promotions, cancellations and picks, on queues long
-/// enough for both classes' angle rings.
+/// random pushes to either class, promotions (with the push's hint, a wrong one, or none),
+/// cancellations and picks, on queues long enough for both classes' angle rings.
 #[test]
 fn satf_delayed_class_picks_as_two_queues() {
     use rand::{Rng, SeedableRng};
@@ -236,7 +236,8 @@ fn satf_delayed_class_picks_as_two_queues() {
         foreground: Policy::Satf.build(Some(Span::from_ms(400)), cylinders),
         delayed: Policy::Satf.build(None, cylinders),
     };
-    let (mut delayed, mut foreground): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+    // Delayed requests with their push's hint.
+    let (mut delayed, mut foreground): (Vec<(u64, u32)>, Vec<u64>) = (Vec::new(), Vec::new());
     let mut head = HeadState {
         cylinder: 0,
         head: 0,
@@ -251,8 +252,7 @@ fn satf_delayed_class_picks_as_two_queues() {
                 let copies = rng.gen_range(1..=3);
                 let r = random_request(&mut rng, &d, seq, copies, now);
                 if rng.gen_bool(0.7) {
-                    delayed.push(seq);
-                    one.push_delayed(r.clone());
+                    delayed.push((seq, one.push_delayed_hinted(r.clone())));
                     two.push_delayed(r);
                 } else {
                     foreground.push(seq);
@@ -261,9 +261,14 @@ fn satf_delayed_class_picks_as_two_queues() {
                 }
             }
             4 if !delayed.is_empty() => {
-                let id = delayed.swap_remove(rng.gen_range(0..delayed.len()));
-                assert!(one.promote(id) && two.promote(id));
-                assert!(!one.promote(id), "promoted once");
+                let (id, hint) = delayed.swap_remove(rng.gen_range(0..delayed.len()));
+                let promoted = match rng.gen_range(0..3) {
+                    0 => one.promote_hinted(id, hint),
+                    1 => one.promote_hinted(id, rng.gen_range(0..64)),
+                    _ => one.promote(id),
+                };
+                assert!(promoted && two.promote(id));
+                assert!(!one.promote_hinted(id, hint), "promoted once");
                 foreground.push(id);
             }
             5 if !foreground.is_empty() => {
@@ -279,7 +284,7 @@ fn satf_delayed_class_picks_as_two_queues() {
                     "round {round}"
                 );
                 if let Some(p) = a {
-                    delayed.retain(|&i| i != p.request.id);
+                    delayed.retain(|&(i, _)| i != p.request.id);
                     foreground.retain(|&i| i != p.request.id);
                     let t = p.request.replicas.get(p.replica).1;
                     head.cylinder = t.chs.cylinder;

@@ -140,6 +140,17 @@ impl L2pMap {
         }
     }
 
+    /// Asks the CPU to bring in the entry [`L2pMap::get`] of `(block, replica)` will read
+    /// (a random place in a map of megabytes), so the cache miss overlaps other work; no
+    /// effect on results.
+    #[inline]
+    pub fn prefetch(&self, block: u32, replica: u32) {
+        let e = self.entry(block, replica);
+        if let Page::Own(p) = &self.pages[page_of(e)] {
+            crate::engine::prefetch(&p[(e & PAGE_MASK) as usize]);
+        }
+    }
+
     #[inline]
     pub fn set(&mut self, block: u32, replica: u32, phys: u32) {
         let e = self.entry(block, replica);
