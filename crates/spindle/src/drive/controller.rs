@@ -270,6 +270,16 @@ impl Controller {
             .is_some_and(|p| p.spec.read_hits_on_write_data)
     }
 
+    /// The segment every write takes and no read uses, with "Use separate write segment"
+    /// (DiskSim `dedicatedwriteseg`): the last.
+    fn dedicated_write_segment(&self) -> Option<usize> {
+        let separate = self
+            .params
+            .as_ref()
+            .is_some_and(|p| p.spec.separate_write_segment);
+        (separate && self.segments.len() > 1).then(|| self.segments.len() - 1)
+    }
+
     fn after_read(&self) -> bool {
         self.last_op == Op::Read
     }
@@ -282,19 +292,15 @@ impl Controller {
     /// recently used.
     fn take_segment(
         &mut self,
-        p: &Params,
         op: Op,
         (lba, end): (u64, u64),
         reading: Option<usize>,
     ) -> usize {
-        let reserved = p.spec.separate_write_segment && self.segments.len() > 1;
         let n = self.segments.len();
-        let range = if !reserved {
-            0..n
-        } else if op == Op::Write {
-            n - 1..n
-        } else {
-            0..n - 1
+        let range = match self.dedicated_write_segment() {
+            None => 0..n,
+            Some(w) if op == Op::Write => w..w + 1,
+            Some(w) => 0..w,
         };
         let rank = |i: usize| -> u8 {
             let s = &self.segments[i];

@@ -314,6 +314,12 @@ pub fn random_model(seed: u64, profile: Profile) -> RandomModel {
         .into(),
     );
     let write_segments = rng.gen_range(1..=segments);
+    // A dedicated write segment (DiskSim refuses it with one segment), drawn from a
+    // generator of its own so that adding it left every other draw of a seed unchanged.
+    let separate = {
+        let mut side = Pcg64Mcg::seed_from_u64(seed ^ 0x5e9a_7a7e_0000_0000);
+        u32::from(every && segments > 1 && side.gen_bool(0.3))
+    };
     let enable_caching = if every { rng.gen_range(0..=2u32) } else { 0 };
     // DiskSim aborts on read-ahead, "read any free blocks" or fast writes without caching
     // (disk_postpass_perdisk): those combinations are not drive models.
@@ -361,6 +367,7 @@ pub fn random_model(seed: u64, profile: Profile) -> RandomModel {
     let bulk = rng.gen_range(0.005..0.2f64);
     for (k, v) in [
         ("Enable caching in buffer", enable_caching),
+        ("Use separate write segment", separate),
         ("Buffer continuous read", continuous),
         ("Fast write level", fast),
         ("Read-ahead over requested", over),
@@ -463,7 +470,7 @@ pub fn random_model(seed: u64, profile: Profile) -> RandomModel {
     disk.push_str("   Scheduler = disksim_ioqueue {\n      Scheduling policy = 1,\n      Cylinder mapping strategy = 0,\n      Write initiation delay = 0.000000,\n      Read initiation delay = 0.000000,\n      Sequential stream scheme = 0,\n      Maximum concat size = 0,\n      Overlapping request scheme = 0,\n      Sequential stream diff maximum = 0,\n      Scheduling timeout scheme = 0,\n      Timeout time/weight = 0,\n      Timeout scheduling = 0,\n      Scheduling priority scheme = 0,\n      Priority scheduling = 0\n   },\n");
     let _ = writeln!(
         disk,
-        "   Number of buffer segments = {segments},\n   Maximum number of write segments = {write_segments},\n   Segment size (in blks) = {segment_size},\n   Use separate write segment = 0,\n   Low (write) water mark = {low:.6},\n   High (read) water mark = {high:.6},\n   Set watermark by reqsize = {by_req},\n   Calc sector by sector = 1,\n   Enable caching in buffer = {enable_caching},\n   Buffer continuous read = {continuous},\n   Minimum read-ahead (blks) = {min_ra},\n   Maximum read-ahead (blks) = {max_ra},\n   Read-ahead over requested = {over},\n   Read-ahead on idle hit = {idle_hit},\n   Read any free blocks = {any_free},\n   Fast write level = {fast},\n   Immediate buffer read = {imm_r},\n   Immediate buffer write = {imm_w},\n   Combine seq writes = {combine},\n   Stop prefetch in sector = {stop_in_sector},\n   Disconnect write if seek = {disc_if_seek},\n   Write hit stop prefetch = {write_hit_stop},\n   Read directly to buffer = {direct},\n   Immed transfer partial hit = {imm_partial},"
+        "   Number of buffer segments = {segments},\n   Maximum number of write segments = {write_segments},\n   Segment size (in blks) = {segment_size},\n   Use separate write segment = {separate},\n   Low (write) water mark = {low:.6},\n   High (read) water mark = {high:.6},\n   Set watermark by reqsize = {by_req},\n   Calc sector by sector = 1,\n   Enable caching in buffer = {enable_caching},\n   Buffer continuous read = {continuous},\n   Minimum read-ahead (blks) = {min_ra},\n   Maximum read-ahead (blks) = {max_ra},\n   Read-ahead over requested = {over},\n   Read-ahead on idle hit = {idle_hit},\n   Read any free blocks = {any_free},\n   Fast write level = {fast},\n   Immediate buffer read = {imm_r},\n   Immediate buffer write = {imm_w},\n   Combine seq writes = {combine},\n   Stop prefetch in sector = {stop_in_sector},\n   Disconnect write if seek = {disc_if_seek},\n   Write hit stop prefetch = {write_hit_stop},\n   Read directly to buffer = {direct},\n   Immed transfer partial hit = {imm_partial},"
     );
     for (k, v) in &overheads {
         let _ = writeln!(disk, "   {k} = {},", ms(*v));

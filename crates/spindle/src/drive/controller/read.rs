@@ -535,7 +535,7 @@ impl Controller {
             (end, media_end)
         };
         let done = end + p.t.read_completion;
-        let seg = self.take_segment(p, Op::Read, (x.lba, x.lba + n), reading);
+        let seg = self.take_segment(Op::Read, (x.lba, x.lba + n), reading);
         let mut seg_start = x.lba;
         if c.read_any_free_blocks && c.free_blocks_before_request {
             // Sectors of the target track passing under the head during the rotational wait

@@ -18,8 +18,12 @@ impl Controller {
         let x_end = x.lba + u64::from(x.sectors);
         let reading = self.read_ahead.as_ref().map(|ra| ra.segment);
         let mut best: Option<(usize, u8)> = None;
+        // A dedicated write segment serves no read (DiskSim
+        // `disk_buffer_check_read_segments`: dirty data there it overlaps is a collision,
+        // the read waiting for the destage and going to the media).
+        let write_only = self.dedicated_write_segment();
         for (i, s) in self.segments.iter().enumerate() {
-            if self.ready_in(drive, now, i, x.lba).is_none_or(|t| t > now) {
+            if Some(i) == write_only || self.ready_in(drive, now, i, x.lba).is_none_or(|t| t > now) {
                 continue;
             }
             let (state, end) = match &self.read_ahead {
@@ -125,9 +129,11 @@ impl Controller {
             let to = drive.locate(b).chs;
             let moving = (to.cylinder, to.head) != (cylinder, head);
             let arrive = left + drive.seek_span(cylinder, head, to, Op::Read);
-            (moving && arrive > now).then_some((to, arrive))
+            moving.then_some((to, arrive))
         });
-        let free = if let Some(Some((_, arrive))) = next {
+        // (A switch or seek already done has left the heads on the next track, waiting
+        // for its first sector: DiskSim's `disk_buffer_seekdone` moved `mech_state`.)
+        let free = if let Some(Some((_, arrive))) = next.filter(|n| n.is_some_and(|n| n.1 > now)) {
             arrive
         } else if c.read_directly_to_buffer
             || c.stop_prefetch_in_sector

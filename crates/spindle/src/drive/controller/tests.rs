@@ -362,7 +362,6 @@ fn new_data_goes_to_an_overlapped_then_an_empty_then_the_least_recently_used_seg
     c.segments = 4;
     let d = drive(Some(c));
     let mut ctl = Controller::new(&d, HEAD);
-    let p = ctl.params.clone().unwrap();
     let seg = |start, end, used| Segment {
         start,
         end,
@@ -379,11 +378,11 @@ fn new_data_goes_to_an_overlapped_then_an_empty_then_the_least_recently_used_seg
     ctl.segments[3].dirty = true;
     // An empty segment before the least recently used one, which is taken before the
     // one the read-ahead was filling; write data not yet on the media is never taken.
-    assert_eq!(ctl.take_segment(&p, Op::Read, (900, 904), None), 1);
+    assert_eq!(ctl.take_segment(Op::Read, (900, 904), None), 1);
     ctl.segments[1] = seg(700, 800, 6);
-    assert_eq!(ctl.take_segment(&p, Op::Read, (900, 904), Some(0)), 2);
+    assert_eq!(ctl.take_segment(Op::Read, (900, 904), Some(0)), 2);
     // A write takes the clean segment it overlaps.
-    assert_eq!(ctl.take_segment(&p, Op::Write, (350, 358), None), 2);
+    assert_eq!(ctl.take_segment(Op::Write, (350, 358), None), 2);
 }
 
 #[test]

@@ -53,7 +53,7 @@ impl Controller {
         let first_used = self.segments.iter().map(|s| s.used).collect::<Vec<_>>();
         let mut seg = match self.segments.iter().position(|s| s.dirty && s.end == x.lba) {
             Some(i) if c.combine_seq_writes => i,
-            _ => self.take_segment(p, Op::Write, (x.lba, x.lba + n), reading),
+            _ => self.take_segment(Op::Write, (x.lba, x.lba + n), reading),
         };
         // A write that finds every write segment dirty gets no segment when it arrives
         // (`disk_buffer_select_write_segment`: an empty or clean segment only while
@@ -83,7 +83,7 @@ impl Controller {
                 s.used = used;
             }
             self.destaged(c);
-            seg = self.take_segment(p, Op::Write, (x.lba, x.lba + n), reading);
+            seg = self.take_segment(Op::Write, (x.lba, x.lba + n), reading);
         }
         let overhead = match (extra, fast, after_read) {
             (Some(e), _, _) => ns(e.command_ms),

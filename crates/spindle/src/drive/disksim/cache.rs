@@ -95,12 +95,23 @@ impl Importer<'_> {
         ] {
             self.cite(&format!("cache.{key}"), b, name, v, "");
         }
+        // DiskSim 4.0 stores it (disk.modspec: `INIT result->dedicatedwriteseg`) and gives
+        // every write the first segment (`disk_buffer_select_write_segment`), which reads
+        // never take; it refuses the setting with a single segment
+        // (`disk_postpass_perdisk`).
+        let separate_write_segment = r.flag("Use separate write segment")?;
+        if separate_write_segment && segments <= 1 {
+            return Err(r.err(
+                "Use separate write segment",
+                "1 needs more than one buffer segment (DiskSim: 'Must have more segments than dedicated write segments')",
+            ));
+        }
         self.cite(
             "cache.separate_write_segment",
             b,
             "Use separate write segment",
-            "(any)",
-            "is parsed but never stored by DiskSim 4.0 (no INIT in disk.modspec), so false",
+            u8::from(separate_write_segment),
+            "",
         );
         let read_ahead_on_idle_hit =
             flag(self, r, "read_ahead_on_idle_hit", "Read-ahead on idle hit")?;
@@ -286,7 +297,7 @@ impl Importer<'_> {
             segments,
             segment_sectors,
             write_segments,
-            separate_write_segment: false,
+            separate_write_segment,
             enable_caching,
             continuous_read,
             min_read_ahead_sectors: min_ra,

@@ -158,11 +158,6 @@ const IGNORED: &[(&str, &str, &str)] = &[
     ),
     (
         "disksim_disk",
-        "Use separate write segment",
-        "DiskSim 4.0 parses it but never stores it (no INIT in disk.modspec)",
-    ),
-    (
-        "disksim_disk",
         "Max queue length",
         "spindle's drive serves one request at a time; queues live in the array",
     ),
