@@ -290,12 +290,7 @@ impl Controller {
     /// clean one; the segment the read-ahead was filling (`reading`) last, and one holding
     /// write data not yet on the media only if nothing else is left. Ties go to the least
     /// recently used.
-    fn take_segment(
-        &mut self,
-        op: Op,
-        (lba, end): (u64, u64),
-        reading: Option<usize>,
-    ) -> usize {
+    fn take_segment(&mut self, op: Op, (lba, end): (u64, u64), reading: Option<usize>) -> usize {
         let n = self.segments.len();
         let range = match self.dedicated_write_segment() {
             None => 0..n,

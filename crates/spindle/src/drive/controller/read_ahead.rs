@@ -23,7 +23,8 @@ impl Controller {
         // the read waiting for the destage and going to the media).
         let write_only = self.dedicated_write_segment();
         for (i, s) in self.segments.iter().enumerate() {
-            if Some(i) == write_only || self.ready_in(drive, now, i, x.lba).is_none_or(|t| t > now) {
+            if Some(i) == write_only || self.ready_in(drive, now, i, x.lba).is_none_or(|t| t > now)
+            {
                 continue;
             }
             let (state, end) = match &self.read_ahead {

@@ -668,3 +668,22 @@ fn a_hit_the_read_ahead_feeds_stops_the_media_while_its_segment_is_full() {
     let (small, large) = (run(30), run(400));
     assert!(small > large + Span::from_ms(2), "{small:?} vs {large:?}");
 }
+
+#[test]
+fn a_dedicated_write_segment_serves_no_read() {
+    // DiskSim `disk_buffer_check_read_segments` skips the dedicated write segment: a read
+    // of data just written (read hits on write data allowed) goes to the media.
+    let run = |separate: bool| {
+        let mut c = cache();
+        c.separate_write_segment = separate;
+        c.continuous_read = 0;
+        c.max_read_ahead_sectors = 0;
+        let d = drive(Some(c));
+        let mut ctl = Controller::new(&d, HEAD);
+        let w = serve(&mut ctl, &d, Nanos(0), Op::Write, 5_000, 8);
+        let t = w.access.end.max(ctl.mech_free()) + Span::from_ms(30);
+        serve(&mut ctl, &d, t, Op::Read, 5_000, 8).hit
+    };
+    assert!(run(false));
+    assert!(!run(true));
+}

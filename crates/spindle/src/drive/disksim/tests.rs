@@ -1153,3 +1153,36 @@ fn too_many_cylinders_is_an_error_before_the_seek_table() {
         "Number of cylinders",
     );
 }
+
+#[test]
+fn a_separate_write_segment_is_imported_and_needs_two_segments() {
+    // DiskSim 4.0 stores it (disk.modspec: `INIT result->dedicatedwriteseg`); the importer
+    // once dropped it as unused, and the HP C2247A, which sets it, then took its writes'
+    // segments like reads' (7,785 of 9,999 requests agreeing with DiskSim instead of all).
+    let on = DISKSPECS.replace(
+        "Use separate write segment = 0",
+        "Use separate write segment = 1",
+    );
+    let spec = import_texts(PARV, &on, MODEL).unwrap();
+    assert!(spec.cache.unwrap().separate_write_segment);
+    assert!(
+        !import_texts(PARV, DISKSPECS, MODEL)
+            .unwrap()
+            .cache
+            .unwrap()
+            .separate_write_segment
+    );
+    // DiskSim aborts on it with a single segment (`disk_postpass_perdisk`).
+    let one = on.replace(
+        "Number of buffer segments = 2",
+        "Number of buffer segments = 1",
+    );
+    expect_err(
+        PARV,
+        &one,
+        MODEL,
+        "dir/d.diskspecs",
+        "disksim_disk",
+        "Use separate write segment",
+    );
+}
