@@ -151,8 +151,8 @@ pub struct FreeSpace {
     /// Entry `k`: the segment holding block `k << SEG_AT_SHIFT` (a block's segment is at
     /// most `1 << SEG_AT_SHIFT` segments further: no search over all of them).
     seg_at: Arc<[u32]>,
-    /// Free blocks per segment.
-    seg_free: Vec<u32>,
+    /// Free bits, the segments' words in segment order (a segment's free count is their
+    /// population: a track holds at most a word or two of blocks, so no separate count).
     bits: Vec<u64>,
     /// Lowest cylinder holding a block; cylinder indices below are relative to it.
     cyl_lo: u32,
@@ -333,7 +333,6 @@ impl FreeSpace {
             block_sectors: bs,
             blocks,
             free: blocks,
-            seg_free: segs.iter().map(|s| s.blocks).collect(),
             segs: segs.into(),
             seg_at: seg_at.into(),
             bits,
@@ -440,7 +439,6 @@ impl FreeSpace {
             assert!(self.bits[w] & m != 0, "block {} is not free", first + j);
             self.bits[w] &= !m;
         }
-        self.seg_free[si] -= len;
         let c = (self.segs[si].cylinder - self.cyl_lo) as usize;
         self.cyl_free[c] -= len;
         if self.cyl_free[c] == 0 {
@@ -469,7 +467,6 @@ impl FreeSpace {
                 self.bits[w] |= m;
             }
             let n = upto - at;
-            self.seg_free[si] += n;
             if self.cyl_free[c as usize] == 0 {
                 self.nonfull.set(c as usize);
             }
@@ -508,7 +505,6 @@ impl FreeSpace {
                     self.bits[w] &= !m;
                     j += n;
                 }
-                self.seg_free[si] -= k;
                 let c = (s.cylinder - self.cyl_lo) as usize;
                 self.cyl_free[c] -= k;
                 if self.cyl_free[c] == 0 {
@@ -685,7 +681,7 @@ impl FreeSpace {
         let mut other = None;
         for &si in &self.cyl_segs[range] {
             let s = &self.segs[si as usize];
-            if self.seg_free[si as usize] < q.len {
+            if !self.may_hold(s, q.len) {
                 continue;
             }
             let seek = if s.head == q.head.head {
@@ -767,6 +763,30 @@ impl FreeSpace {
             wait -= p;
         }
         Some((j, Span(wait)))
+    }
+
+    /// The words of segment `s`'s free bits.
+    #[inline]
+    fn words(&self, s: &Segment) -> &[u64] {
+        &self.bits[s.word as usize..s.word as usize + s.blocks.div_ceil(64) as usize]
+    }
+
+    /// Whether segment `s` has at least `len` free blocks (a necessary condition for an
+    /// extent of `len`).
+    #[inline]
+    fn may_hold(&self, s: &Segment, len: u32) -> bool {
+        let words = self.words(s);
+        if len == 1 {
+            words.iter().any(|&w| w != 0)
+        } else {
+            words.iter().map(|w| w.count_ones()).sum::<u32>() >= len
+        }
+    }
+
+    /// Free blocks of segment `s`.
+    #[cfg(test)]
+    fn seg_free(&self, si: usize) -> u32 {
+        self.words(&self.segs[si]).iter().map(|w| w.count_ones()).sum()
     }
 
     /// Whether segment `s` holds any free extent of `len` blocks.
