@@ -679,21 +679,29 @@ impl FreeSpace {
         // per cylinder, the other surface's computed only if needed.
         let same = q.seek(c, q.head.head);
         let mut other = None;
+        // The first rotational index at or after the arrival angle, a division: the same for
+        // every track of the cylinder reached with the same seek and sectors per track.
+        let mut first_index = [(u64::MAX, 0u32, 0u64); 2];
         for &si in &self.cyl_segs[range] {
             let s = &self.segs[si as usize];
             if !self.may_hold(s, q.len) {
                 continue;
             }
-            let seek = if s.head == q.head.head {
-                same
+            let (seek, k) = if s.head == q.head.head {
+                (same, 0)
             } else {
-                *other.get_or_insert_with(|| q.seek(c, s.head))
+                (*other.get_or_insert_with(|| q.seek(c, s.head)), 1)
             };
             let pre = q.before + seek;
             if pre >= q.limit || best.is_some_and(|(t, _)| pre > t) {
                 continue;
             }
-            let Some((j, rot)) = self.first_extent_after(q, s, q.angle_after(seek)) else {
+            let angle = q.angle_after(seek);
+            let cached = &mut first_index[k];
+            if cached.0 != angle || cached.1 != s.spt {
+                *cached = (angle, s.spt, q.first_index(angle, s.spt));
+            }
+            let Some((j, rot)) = self.first_extent_after(q, s, angle, cached.2) else {
                 continue;
             };
             let cand = (pre + rot, s.first_block + j);
@@ -705,8 +713,14 @@ impl FreeSpace {
 
     /// On segment `s`, reached with the platter at `angle` (ns into the revolution): the free
     /// extent whose first sector passes under the head soonest, and that wait (exactly
-    /// `Drive::rotational_wait`).
-    fn first_extent_after(&self, q: &Query<'_>, s: &Segment, angle: u64) -> Option<(u32, Span)> {
+    /// `Drive::rotational_wait`); `t` is [`Query::first_index`] of `angle` and `s.spt`.
+    fn first_extent_after(
+        &self,
+        q: &Query<'_>,
+        s: &Segment,
+        angle: u64,
+        t: u64,
+    ) -> Option<(u32, Span)> {
         if q.len > 1 && !self.has_extent(s, q.len) {
             // Cheap bit test before the divisions below.
             return None;
@@ -714,12 +728,7 @@ impl FreeSpace {
         let p = q.period_ns;
         let spt = u64::from(s.spt);
         let bs = u64::from(self.block_sectors);
-        // The first rotational index whose angle `p · idx / spt` (floored, as
-        // `Drive::locate`) is at or after `angle`: idx ≥ ceil(angle · spt / p).
-        let mut t = (angle * spt).div_ceil(p);
-        if t == spt {
-            t = 0;
-        }
+        debug_assert_eq!(t, q.first_index(angle, s.spt));
         // Blocks starting at or after `t` come first, in block order, then the rest: the
         // segment spans less than one revolution.
         let mut o = t + spt - u64::from(s.base);
@@ -840,6 +849,19 @@ impl Query<'_> {
         };
         self.drive
             .seek_span(self.head.cylinder, self.head.head, to, Op::Write)
+    }
+
+    /// The first rotational index of a track of `spt` sectors whose angle `p · idx / spt`
+    /// (floored, as `Drive::locate`) is at or after `angle`: idx ≥ ceil(angle · spt / p),
+    /// wrapped to 0 at `spt`.
+    fn first_index(&self, angle: u64, spt: u32) -> u64 {
+        let spt = u64::from(spt);
+        let t = (angle * spt).div_ceil(self.period_ns);
+        if t == spt {
+            0
+        } else {
+            t
+        }
     }
 
     /// The platter angle when a seek of `seek` ends.
