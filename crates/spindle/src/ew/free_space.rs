@@ -447,6 +447,17 @@ impl FreeSpace {
         self.free -= len;
     }
 
+    /// A hint: block `b`'s free bit and its cylinder's count will be needed soon. Nothing
+    /// for a block outside the region.
+    pub fn prefetch(&self, b: BlockId) {
+        if b < self.blocks {
+            let s = &self.segs[self.seg_of(b)];
+            let w = s.word as usize + ((b - s.first_block) / 64) as usize;
+            crate::engine::prefetch(&self.bits[w]);
+            crate::engine::prefetch(&self.cyl_free[(s.cylinder - self.cyl_lo) as usize]);
+        }
+    }
+
     /// Marks blocks `b..b+len` free (they may span tracks); panics if any is already free.
     pub fn release(&mut self, b: BlockId, len: u32) {
         let end = u64::from(b) + u64::from(len);
