@@ -1347,9 +1347,7 @@ impl EwArray {
             self.audit.wrote(s.disk, slot, b, version);
             // The location it replaces is freed below: its free-space lines load while the
             // block's state does (the map entry itself was prefetched at the write's start).
-            self.disks[s.disk]
-                .free
-                .prefetch(self.map.map().get(b, m));
+            self.disks[s.disk].free.prefetch(self.map.map().get(b, m));
             let st = self.table.get(&b).expect("a written block has state");
             let current = st.ver[m as usize];
             let update = match kind {

@@ -806,7 +806,10 @@ impl FreeSpace {
     /// Free blocks of segment `s`.
     #[cfg(test)]
     fn seg_free(&self, si: usize) -> u32 {
-        self.words(&self.segs[si]).iter().map(|w| w.count_ones()).sum()
+        self.words(&self.segs[si])
+            .iter()
+            .map(|w| w.count_ones())
+            .sum()
     }
 
     /// Whether segment `s` holds any free extent of `len` blocks.
