@@ -143,9 +143,9 @@ struct DiskOp {
     version: u64,
     /// Reads: (group, first physical block) of each copy it may be served from; Home: the
     /// home location; MapAppend: none.
-    locs: Vec<(u32, BlockId)>,
+    locs: InlineVec<(u32, BlockId), 2>,
     /// Disks whose queues hold the operation.
-    holders: Vec<usize>,
+    holders: InlineVec<usize, 2>,
     /// MapAppend: the LBA range.
     lba: u64,
     sectors: u32,
@@ -703,8 +703,8 @@ impl EwArray {
             block: 0,
             blocks: 0,
             version: 0,
-            locs: Vec::new(),
-            holders: Vec::new(),
+            locs: InlineVec::new(),
+            holders: InlineVec::new(),
             lba: 0,
             sectors: 0,
             seq: self.seq,
@@ -874,14 +874,14 @@ impl EwArray {
         );
         let locs = op.locs.clone();
         let id = self.new_op(op);
-        for &(m, a) in &locs {
+        for &(m, a) in locs.iter() {
             let d = self.disk_of(block, m);
             self.pin(d, a, blocks);
         }
         // The idle holder closest to its copy, else a duplicate at every holder.
         let mut best: Option<(Span, usize)> = None;
         if locs.len() > 1 {
-            for &(m, a) in &locs {
+            for &(m, a) in locs.iter() {
                 let d = self.disk_of(block, m);
                 let disk = &self.disks[d];
                 if disk.busy.is_none() && disk.fg.is_empty() {
@@ -893,12 +893,14 @@ impl EwArray {
                 }
             }
         }
-        let holders: Vec<(usize, BlockId, u32)> = locs
-            .iter()
-            .map(|&(m, a)| (self.disk_of(block, m), a, m))
-            .filter(|&(d, _, _)| best.is_none_or(|(_, bd)| bd == d))
-            .collect();
-        for &(d, a, _) in &holders {
+        let mut holders: InlineVec<(usize, BlockId, u32), 2> = InlineVec::new();
+        for &(m, a) in locs.iter() {
+            let d = self.disk_of(block, m);
+            if best.is_none_or(|(_, bd)| bd == d) {
+                holders.push((d, a, m));
+            }
+        }
+        for &(d, a, _) in holders.iter() {
             let lba = self.disks[d].free.lba(a);
             let r = EwRequest {
                 id: id as u64,
@@ -917,10 +919,13 @@ impl EwArray {
             }
         }
         // Copies not queued anywhere are no longer needed.
-        let queued: Vec<usize> = holders.iter().map(|h| h.0).collect();
-        for &(m, a) in &locs {
+        let mut queued: InlineVec<usize, 2> = InlineVec::new();
+        for h in holders.iter() {
+            queued.push(h.0);
+        }
+        for &(m, a) in locs.iter() {
             let d = self.disk_of(block, m);
-            if !queued.contains(&d) {
+            if !queued.as_slice().contains(&d) {
                 self.unpin(d, a, blocks);
             }
         }
@@ -1045,7 +1050,7 @@ impl EwArray {
             op.block = block;
             op.blocks = blocks;
             op.version = version;
-            op.holders = vec![d];
+            op.holders = InlineVec::one(d);
             let seq = op.seq;
             let id = self.new_op(op);
             for b in block..block + blocks {
@@ -1108,18 +1113,19 @@ impl EwArray {
         // A read leaves its duplicates' queues.
         if kind == Kind::Read {
             let op = self.op(id);
-            let others: Vec<(usize, BlockId, u32)> = op
-                .locs
-                .iter()
-                .map(|&(m, a)| (self.disk_of(op.block, m), a, op.blocks))
-                .filter(|&(od, _, _)| od != d)
-                .collect();
-            for (od, a, n) in others {
+            let mut others: InlineVec<(usize, BlockId, u32), 2> = InlineVec::new();
+            for &(m, a) in op.locs.iter() {
+                let od = self.disk_of(op.block, m);
+                if od != d {
+                    others.push((od, a, op.blocks));
+                }
+            }
+            for &(od, a, n) in others.iter() {
                 self.disks[od].fg.remove(id as u64);
                 self.unpin(od, a, n);
             }
             let op = self.op_mut(id);
-            op.holders = vec![d];
+            op.holders = InlineVec::one(d);
         }
         let bs = self.block_sectors;
         let xfer = match (request.work, extent) {
@@ -1195,7 +1201,7 @@ impl EwArray {
         rest.block = op.block + len;
         rest.blocks = op.blocks - len;
         rest.version = op.version;
-        rest.holders = vec![d];
+        rest.holders = InlineVec::one(d);
         rest.in_delayed = op.in_delayed;
         rest.promoted = op.promoted;
         rest.live = rest.blocks;
@@ -1339,6 +1345,9 @@ impl EwArray {
             let slot = e + i;
             #[cfg(test)]
             self.audit.wrote(s.disk, slot, b, version);
+            // The location it replaces is freed below: its free-space lines load while the
+            // block's state does (the map entry itself was prefetched at the write's start).
+            self.disks[s.disk].free.prefetch(self.map.map().get(b, m));
             let st = self.table.get(&b).expect("a written block has state");
             let current = st.ver[m as usize];
             let update = match kind {
@@ -1454,7 +1463,7 @@ impl EwArray {
         op.block = block;
         op.blocks = blocks;
         op.version = version;
-        op.holders = vec![d];
+        op.holders = InlineVec::one(d);
         op.in_delayed = true;
         op.live = blocks;
         self.queue_delayed(now, op, d, Work::Eager { blocks });
@@ -1502,8 +1511,8 @@ impl EwArray {
             op.block = start;
             op.blocks = n;
             op.version = version;
-            op.locs = vec![(h, a)];
-            op.holders = vec![d];
+            op.locs = InlineVec::one((h, a));
+            op.holders = InlineVec::one(d);
             op.in_delayed = true;
             op.live = n;
             let work = Work::Positioned {
@@ -1593,7 +1602,7 @@ impl EwArray {
             let mut op = self.blank_op(Kind::MapAppend(a.id), now);
             op.lba = self.log_lba + a.offset_sectors;
             op.sectors = a.sectors;
-            op.holders = vec![0];
+            op.holders = InlineVec::one(0);
             let seq = op.seq;
             let (lba, sectors) = (op.lba, op.sectors);
             let id = self.new_op(op);

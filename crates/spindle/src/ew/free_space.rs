@@ -151,8 +151,8 @@ pub struct FreeSpace {
     /// Entry `k`: the segment holding block `k << SEG_AT_SHIFT` (a block's segment is at
     /// most `1 << SEG_AT_SHIFT` segments further: no search over all of them).
     seg_at: Arc<[u32]>,
-    /// Free blocks per segment.
-    seg_free: Vec<u32>,
+    /// Free bits, the segments' words in segment order (a segment's free count is their
+    /// population: a track holds at most a word or two of blocks, so no separate count).
     bits: Vec<u64>,
     /// Lowest cylinder holding a block; cylinder indices below are relative to it.
     cyl_lo: u32,
@@ -333,7 +333,6 @@ impl FreeSpace {
             block_sectors: bs,
             blocks,
             free: blocks,
-            seg_free: segs.iter().map(|s| s.blocks).collect(),
             segs: segs.into(),
             seg_at: seg_at.into(),
             bits,
@@ -440,13 +439,23 @@ impl FreeSpace {
             assert!(self.bits[w] & m != 0, "block {} is not free", first + j);
             self.bits[w] &= !m;
         }
-        self.seg_free[si] -= len;
         let c = (self.segs[si].cylinder - self.cyl_lo) as usize;
         self.cyl_free[c] -= len;
         if self.cyl_free[c] == 0 {
             self.nonfull.clear(c);
         }
         self.free -= len;
+    }
+
+    /// A hint: block `b`'s free bit and its cylinder's count will be needed soon. Nothing
+    /// for a block outside the region.
+    pub fn prefetch(&self, b: BlockId) {
+        if b < self.blocks {
+            let s = &self.segs[self.seg_of(b)];
+            let w = s.word as usize + ((b - s.first_block) / 64) as usize;
+            crate::engine::prefetch(&self.bits[w]);
+            crate::engine::prefetch(&self.cyl_free[(s.cylinder - self.cyl_lo) as usize]);
+        }
     }
 
     /// Marks blocks `b..b+len` free (they may span tracks); panics if any is already free.
@@ -469,7 +478,6 @@ impl FreeSpace {
                 self.bits[w] |= m;
             }
             let n = upto - at;
-            self.seg_free[si] += n;
             if self.cyl_free[c as usize] == 0 {
                 self.nonfull.set(c as usize);
             }
@@ -508,7 +516,6 @@ impl FreeSpace {
                     self.bits[w] &= !m;
                     j += n;
                 }
-                self.seg_free[si] -= k;
                 let c = (s.cylinder - self.cyl_lo) as usize;
                 self.cyl_free[c] -= k;
                 if self.cyl_free[c] == 0 {
@@ -683,21 +690,29 @@ impl FreeSpace {
         // per cylinder, the other surface's computed only if needed.
         let same = q.seek(c, q.head.head);
         let mut other = None;
+        // The first rotational index at or after the arrival angle, a division: the same for
+        // every track of the cylinder reached with the same seek and sectors per track.
+        let mut first_index = [(u64::MAX, 0u32, 0u64); 2];
         for &si in &self.cyl_segs[range] {
             let s = &self.segs[si as usize];
-            if self.seg_free[si as usize] < q.len {
+            if !self.may_hold(s, q.len) {
                 continue;
             }
-            let seek = if s.head == q.head.head {
-                same
+            let (seek, k) = if s.head == q.head.head {
+                (same, 0)
             } else {
-                *other.get_or_insert_with(|| q.seek(c, s.head))
+                (*other.get_or_insert_with(|| q.seek(c, s.head)), 1)
             };
             let pre = q.before + seek;
             if pre >= q.limit || best.is_some_and(|(t, _)| pre > t) {
                 continue;
             }
-            let Some((j, rot)) = self.first_extent_after(q, s, q.angle_after(seek)) else {
+            let angle = q.angle_after(seek);
+            let cached = &mut first_index[k];
+            if cached.0 != angle || cached.1 != s.spt {
+                *cached = (angle, s.spt, q.first_index(angle, s.spt));
+            }
+            let Some((j, rot)) = self.first_extent_after(q, s, angle, cached.2) else {
                 continue;
             };
             let cand = (pre + rot, s.first_block + j);
@@ -709,8 +724,14 @@ impl FreeSpace {
 
     /// On segment `s`, reached with the platter at `angle` (ns into the revolution): the free
     /// extent whose first sector passes under the head soonest, and that wait (exactly
-    /// `Drive::rotational_wait`).
-    fn first_extent_after(&self, q: &Query<'_>, s: &Segment, angle: u64) -> Option<(u32, Span)> {
+    /// `Drive::rotational_wait`); `t` is [`Query::first_index`] of `angle` and `s.spt`.
+    fn first_extent_after(
+        &self,
+        q: &Query<'_>,
+        s: &Segment,
+        angle: u64,
+        t: u64,
+    ) -> Option<(u32, Span)> {
         if q.len > 1 && !self.has_extent(s, q.len) {
             // Cheap bit test before the divisions below.
             return None;
@@ -718,12 +739,7 @@ impl FreeSpace {
         let p = q.period_ns;
         let spt = u64::from(s.spt);
         let bs = u64::from(self.block_sectors);
-        // The first rotational index whose angle `p · idx / spt` (floored, as
-        // `Drive::locate`) is at or after `angle`: idx ≥ ceil(angle · spt / p).
-        let mut t = (angle * spt).div_ceil(p);
-        if t == spt {
-            t = 0;
-        }
+        debug_assert_eq!(t, q.first_index(angle, s.spt));
         // Blocks starting at or after `t` come first, in block order, then the rest: the
         // segment spans less than one revolution.
         let mut o = t + spt - u64::from(s.base);
@@ -767,6 +783,33 @@ impl FreeSpace {
             wait -= p;
         }
         Some((j, Span(wait)))
+    }
+
+    /// The words of segment `s`'s free bits.
+    #[inline]
+    fn words(&self, s: &Segment) -> &[u64] {
+        &self.bits[s.word as usize..s.word as usize + s.blocks.div_ceil(64) as usize]
+    }
+
+    /// Whether segment `s` has at least `len` free blocks (a necessary condition for an
+    /// extent of `len`).
+    #[inline]
+    fn may_hold(&self, s: &Segment, len: u32) -> bool {
+        let words = self.words(s);
+        if len == 1 {
+            words.iter().any(|&w| w != 0)
+        } else {
+            words.iter().map(|w| w.count_ones()).sum::<u32>() >= len
+        }
+    }
+
+    /// Free blocks of segment `s`.
+    #[cfg(test)]
+    fn seg_free(&self, si: usize) -> u32 {
+        self.words(&self.segs[si])
+            .iter()
+            .map(|w| w.count_ones())
+            .sum()
     }
 
     /// Whether segment `s` holds any free extent of `len` blocks.
@@ -820,6 +863,19 @@ impl Query<'_> {
         };
         self.drive
             .seek_span(self.head.cylinder, self.head.head, to, Op::Write)
+    }
+
+    /// The first rotational index of a track of `spt` sectors whose angle `p · idx / spt`
+    /// (floored, as `Drive::locate`) is at or after `angle`: idx ≥ ceil(angle · spt / p),
+    /// wrapped to 0 at `spt`.
+    fn first_index(&self, angle: u64, spt: u32) -> u64 {
+        let spt = u64::from(spt);
+        let t = (angle * spt).div_ceil(self.period_ns);
+        if t == spt {
+            0
+        } else {
+            t
+        }
     }
 
     /// The platter angle when a seek of `seek` ends.

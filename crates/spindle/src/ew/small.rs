@@ -99,6 +99,17 @@ impl<T: Copy + Default, const N: usize> InlineVec<T, N> {
         }
     }
 
+    /// One item.
+    pub fn one(x: T) -> Self {
+        let mut v = Self::new();
+        v.push(x);
+        v
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -476,7 +476,8 @@ fn allocate_and_release_keep_the_counts_against_a_model() {
                 let c = fs.cyl_lo + ci as u32;
                 assert_eq!(cf, cyls.iter().filter(|&&x| x == c).count() as u32);
             }
-            for (s, &free) in fs.segs.iter().zip(&fs.seg_free) {
+            for (si, s) in fs.segs.iter().enumerate() {
+                let free = fs.seg_free(si);
                 let f = (s.first_block..s.first_block + s.blocks)
                     .filter(|&b| model[b as usize])
                     .count();
@@ -708,7 +709,6 @@ fn allocate_sorted_is_allocate_of_each_block() {
     bulk.allocate_sorted(chosen.iter().map(|&b| (b, 1)));
     assert_eq!(one.free_blocks(), bulk.free_blocks());
     assert_eq!(one.bits, bulk.bits);
-    assert_eq!(one.seg_free, bulk.seg_free);
     assert_eq!(one.cyl_free, bulk.cyl_free);
     assert_eq!(one.free_cylinder_range(), bulk.free_cylinder_range());
     let head = HeadState {
