@@ -687,3 +687,21 @@ fn a_dedicated_write_segment_serves_no_read() {
     assert!(run(false));
     assert!(!run(true));
 }
+
+#[test]
+fn a_never_disconnect_write_held_for_a_destage_sends_its_data_when_the_destage_ends() {
+    // DiskSim holds the bus (`disk_buffer_transfer_size` returns -2) and, once the destage
+    // releases the segment, the data crosses at once: no data preparation again.
+    let mut c = cache();
+    c.never_disconnect = true;
+    c.write_segments = 1;
+    c.data_preparation_ms = 0.2;
+    let d = drive(Some(c));
+    let mut ctl = Controller::new(&d, HEAD);
+    let a = serve(&mut ctl, &d, Nanos(0), Op::Write, 5_000, 8);
+    let destaged = ctl.mech_free();
+    assert!(destaged > a.access.end);
+    let b = serve(&mut ctl, &d, a.access.end, Op::Write, 50_000, 8);
+    // Eight sectors at 0.1 ms from the destage's end, the fast write done with its data.
+    assert_eq!(b.access.end, destaged + Span::from_ms_f64(0.8));
+}

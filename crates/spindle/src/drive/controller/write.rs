@@ -156,7 +156,9 @@ impl Controller {
             .iter()
             .any(|s| s.dirty && lo < s.end && hi > s.start);
         if c.never_disconnect && (seg_limit || collides) && !appends && self.destage_end > now {
-            bus_start = bus_start.max(self.destage_end + p.t.data_preparation);
+            // The held bus sends the data as the destage releases the segment, with no
+            // data preparation of its own (DiskSim: the transfer starts at the release).
+            bus_start = bus_start.max(self.destage_end);
         }
         if let Some(e) = extra {
             bus_start += ns(e.disconnect_ms) + ns(e.inter_disconnect_delay_ms) + p.t.first_reselect;
