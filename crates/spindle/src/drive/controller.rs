@@ -290,7 +290,14 @@ impl Controller {
     /// clean one; the segment the read-ahead was filling (`reading`) last, and one holding
     /// write data not yet on the media only if nothing else is left. Ties go to the least
     /// recently used.
-    fn take_segment(&mut self, op: Op, (lba, end): (u64, u64), reading: Option<usize>) -> usize {
+    fn take_segment(&mut self, op: Op, range: (u64, u64), reading: Option<usize>) -> usize {
+        let i = self.pick_segment(op, range, reading);
+        self.segments[i].used = self.clock;
+        i
+    }
+
+    /// The segment [`Controller::take_segment`] would take, leaving the LRU order alone.
+    fn pick_segment(&self, op: Op, (lba, end): (u64, u64), reading: Option<usize>) -> usize {
         let n = self.segments.len();
         let range = match self.dedicated_write_segment() {
             None => 0..n,
@@ -312,11 +319,9 @@ impl Controller {
                 2
             }
         };
-        let i = range
+        range
             .max_by_key(|&i| (rank(i), std::cmp::Reverse(self.segments[i].used)))
-            .expect("a segment exists");
-        self.segments[i].used = self.clock;
-        i
+            .expect("a segment exists")
     }
 
     /// The drive reconnects once the high water mark of data is buffered, or the whole

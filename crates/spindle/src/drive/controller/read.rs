@@ -321,51 +321,41 @@ impl Controller {
                 } else {
                     begin
                 };
-                match rest_end {
-                    _ if larger && fed => {
-                        // Larger than its segment: the media, the read-ahead's sectors and
-                        // then the rest's, stops while the segment is full of sectors the
-                        // host has not taken (`disk_buffer_block_available`), as for a
-                        // partial hit on cached data.
-                        let bus = Self::read_bus(p, connected, k0, (disconnect, reselect));
-                        let media = Transfer {
-                            op: Op::Read,
-                            lba: x.lba + cached,
-                            sectors: x.sectors - cached as u32,
-                        };
-                        let (e, media_end, _) = read_media_segmented(
-                            drive,
-                            &self.head,
-                            (media, cached),
-                            &ready[cached as usize..],
-                            &bus,
-                            &mut log,
-                        );
-                        // A read-ahead held back by the full segment goes on from the
-                        // request's end once the media is done with the request's sectors;
-                        // one never held back goes on as it was.
-                        let held_back = media_end > ready[ready.len() - 1].1;
-                        if rest_end.is_some() || held_back {
-                            self.stop_read_ahead(drive, now);
-                            self.mech_free = media_end;
-                            self.start_read_ahead(drive, p, (seg, None), x_end, media_end);
-                        }
-                        e
+                if larger && fed {
+                    // Larger than its segment: the media, the read-ahead's sectors and
+                    // then the rest's, stops while the segment is full of sectors the
+                    // host has not taken (`disk_buffer_block_available`), as for a
+                    // partial hit on cached data.
+                    let bus = Self::read_bus(p, connected, k0, (disconnect, reselect));
+                    let media = Transfer {
+                        op: Op::Read,
+                        lba: x.lba + cached,
+                        sectors: x.sectors - cached as u32,
+                    };
+                    let (e, media_end, _) = read_media_segmented(
+                        drive,
+                        &self.head,
+                        (media, cached),
+                        &ready[cached as usize..],
+                        &bus,
+                        &mut log,
+                    );
+                    // A read-ahead held back by the full segment goes on from the
+                    // request's end once the media is done with the request's sectors;
+                    // one never held back goes on as it was.
+                    let held_back = media_end > ready[ready.len() - 1].1;
+                    if rest_end.is_some() || held_back {
+                        self.stop_read_ahead(drive, now);
+                        self.mech_free = media_end;
+                        self.start_read_ahead(drive, p, (seg, None), x_end, media_end);
                     }
-                    _ => {
-                        // The media access goes on into the read-ahead, as after a miss.
-                        if let Some(media_end) = rest_end {
-                            self.start_read_ahead(drive, p, (seg, None), x_end, media_end);
-                        }
-                        self.read_interface(
-                            p,
-                            connected,
-                            &ready,
-                            k0,
-                            (disconnect, reselect),
-                            &mut log,
-                        )
+                    e
+                } else {
+                    // The media access goes on into the read-ahead, as after a miss.
+                    if let Some(media_end) = rest_end {
+                        self.start_read_ahead(drive, p, (seg, None), x_end, media_end);
                     }
+                    self.read_interface(p, connected, &ready, k0, (disconnect, reselect), &mut log)
                 }
             };
             if partial {

@@ -50,9 +50,15 @@ impl Controller {
             .enumerate()
             .max_by_key(|(_, s)| s.used)
             .map(|(i, _)| i);
-        let first_used = self.segments.iter().map(|s| s.used).collect::<Vec<_>>();
+        // A write that waits for the destage of data it does not append to (below) has
+        // its segment chosen again once the destage is done (DiskSim `disk_release_hda`,
+        // `disk_buffer_select_write_segment`): the destaged segment is then empty (or
+        // clean) and preferred to the clean one picked on arrival, which that first choice
+        // does not make the most recently used (`disk_buffer_set_segment` is not reached).
+        let chosen_again = !c.never_disconnect && !appends && destaging;
         let mut seg = match self.segments.iter().position(|s| s.dirty && s.end == x.lba) {
             Some(i) if c.combine_seq_writes => i,
+            _ if chosen_again => self.pick_segment(Op::Write, (x.lba, x.lba + n), reading),
             _ => self.take_segment(Op::Write, (x.lba, x.lba + n), reading),
         };
         // A write that finds every write segment dirty gets no segment when it arrives
@@ -73,15 +79,7 @@ impl Controller {
             .extra_write_disconnect
             .as_ref()
             .filter(|_| !c.never_disconnect && follows_write);
-        // A write that waits for the destage of data it does not append to (below) has
-        // its segment chosen again once the destage is done (DiskSim `disk_release_hda`,
-        // `disk_buffer_select_write_segment`): the destaged segment is then empty (or
-        // clean) and preferred to the clean one picked on arrival, which the first choice
-        // did not make the most recently used (`disk_buffer_set_segment` is not reached).
-        if !c.never_disconnect && !appends && destaging {
-            for (s, &used) in self.segments.iter_mut().zip(&first_used) {
-                s.used = used;
-            }
+        if chosen_again {
             self.destaged(c);
             seg = self.take_segment(Op::Write, (x.lba, x.lba + n), reading);
         }
