@@ -182,12 +182,7 @@ impl Controller {
                         // waits for the read-miss overhead, `disk_read_arrive`).
                         let from = self.segments[seg].end;
                         // Modes 1 and 2 read ahead only on the heads' track or cylinder.
-                        let dest = drive.locate(from).chs;
-                        let moved = match c.continuous_read {
-                            1 => (dest.cylinder, dest.head) != (self.head.cylinder, self.head.head),
-                            2 => dest.cylinder != self.head.cylinder,
-                            _ => false,
-                        };
+                        let moved = self.read_ahead_needs_move(drive, c, from);
                         let goal = Self::read_ahead_reach(drive, c, from, goal);
                         if !moved && from < goal && (from < x_end || c.read_ahead_on_idle_hit) {
                             let miss = self.read_miss_overhead(p);

@@ -134,7 +134,7 @@ impl Controller {
         });
         // (A switch or seek already done has left the heads on the next track, waiting
         // for its first sector: DiskSim's `disk_buffer_seekdone` moved `mech_state`.)
-        let free = if let Some(Some((_, arrive))) = next.filter(|n| n.is_some_and(|n| n.1 > now)) {
+        let free = if let Some(Some((_, arrive))) = next.filter(|&n| n.is_some_and(|n| n.1 > now)) {
             arrive
         } else if c.read_directly_to_buffer
             || c.stop_prefetch_in_sector
@@ -260,6 +260,18 @@ impl Controller {
         Some(goal.min(drive.capacity_sectors()))
     }
 
+    /// Whether a read-ahead from `from` would need a head switch (mode 1) or a seek (mode
+    /// 2) from where the heads are, which DiskSim's `disk_initiate_seek` refuses a
+    /// background read.
+    pub(super) fn read_ahead_needs_move(&self, drive: &Drive, c: &CacheSpec, from: u64) -> bool {
+        let dest = drive.locate(from).chs;
+        match c.continuous_read {
+            1 => (dest.cylinder, dest.head) != (self.head.cylinder, self.head.head),
+            2 => dest.cylinder != self.head.cylinder,
+            _ => false,
+        }
+    }
+
     /// How far a read-ahead from `from` may go towards `goal`: modes 1 and 2 stop where
     /// the background read would need a head switch (mode 1) or a seek (mode 2) (DiskSim
     /// `disk_initiate_seek`), counted in LBNs.
@@ -311,13 +323,7 @@ impl Controller {
         // mechanism is (DiskSim `disk_initiate_seek` refuses a background read whose first
         // sector is on another track or cylinder than the heads): a request ending at a
         // track's end is not read ahead of.
-        let dest = drive.locate(from).chs;
-        let moved = match c.continuous_read {
-            1 => dest.cylinder != self.head.cylinder || dest.head != self.head.head,
-            2 => dest.cylinder != self.head.cylinder,
-            _ => false,
-        };
-        if moved {
+        if self.read_ahead_needs_move(drive, c, from) {
             return;
         }
         let mut n = match c.continuous_read {
