@@ -8,6 +8,7 @@ pub mod array;
 pub mod burst;
 pub mod cache;
 pub mod config;
+pub mod dr;
 pub mod drive;
 pub mod engine;
 pub mod ew;

@@ -20,6 +20,7 @@
 //! measured requests' arrivals, the achieved rate is the throughput, and the run is
 //! saturated when it falls behind (see [`Collector::finish`]).
 
+pub mod dr;
 mod rebuild;
 mod report;
 

@@ -295,6 +295,10 @@ pub struct Report {
     /// response time while it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rebuild: Option<RebuildReport>,
+    /// A disaster-recovery secondary (`workload.kind = "dr"`): the deferred application's
+    /// plan, recovery time and energy against the conventional secondary (docs/dr.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dr: Option<Box<super::dr::DrReport>>,
     /// The array's state sampled over virtual time (`run.series_ms`); written by
     /// `spindle run --series FILE`, not part of the JSON report.
     #[serde(skip)]

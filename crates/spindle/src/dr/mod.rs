@@ -1,0 +1,271 @@
+//! Power-aware disaster recovery: the secondary site with deferred, compacted application of
+//! the forwarded log (the first paper of `003_…-power-aware-dr-and-track-alignment.txt`).
+//!
+//! The primary's updates arrive continuously ([`stream`]) into the log volume, which always
+//! spins. The data volume — the experiment's drive and array — applies them in batches:
+//! the applier cuts the log into windows of W bytes, **compacts** each (folding repeated
+//! updates of a page into the last, sorting by address: [`window`]) and writes the window's
+//! pages in ascending order, one request per run of consecutive pages, one request
+//! outstanding, as a redo applier does. Between batches the data volume spins down; when to
+//! wake is planned so that the worst-case recovery time (spin-up plus applying everything
+//! outstanding) stays within the RTO ([`plan`]).
+//!
+//! [`run`] measures every window's application time on the data volume (one simulated run of
+//! all windows back to back), plans the batches, prices the timeline with the drive's power
+//! states, and compares it with the conventional secondary, which writes every update as it
+//! arrives and never spins down (a second simulated run).
+
+pub mod plan;
+pub mod stream;
+pub mod window;
+
+use crate::engine::{Engine, HostRequest};
+use crate::metrics::dr::{ClosedForm, DrEnergy, DrReport, StateSeconds, StreamReport};
+use crate::metrics::Report;
+use crate::sim::{self, ReplayRequest, Window, Workload};
+use crate::{Nanos, Op, Span};
+use plan::{Draw, Penalties, State};
+use stream::Stream;
+use window::Windows;
+
+/// What the secondary does with the stream.
+#[derive(Clone, Debug)]
+pub struct DrConfig {
+    /// The compaction window W, bytes of log.
+    pub window_bytes: u64,
+    pub rto: Span,
+    /// Longest write the applier issues, pages (a run of consecutive pages longer than this
+    /// is split).
+    pub max_write_pages: u32,
+    /// The low-power state the data volume sleeps in, for the report.
+    pub sleep_state: String,
+}
+
+/// The data volume's power: per-disk draw (the busy share is filled in by [`run`]) and the
+/// penalties of the sleep state's transitions.
+#[derive(Copy, Clone, Debug)]
+pub struct VolumePower {
+    pub draw: Draw,
+    pub penalties: Penalties,
+}
+
+/// The deferred secondary on `stream`: the report of the application run (every window
+/// back to back) with [`DrReport`] in `dr`, and the conventional secondary's report.
+/// `volume` builds the data volume afresh (it is built twice).
+pub fn run(
+    stream: &Stream,
+    cfg: &DrConfig,
+    volume: &mut dyn FnMut() -> Result<Box<dyn Engine>, String>,
+    power: VolumePower,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<(Report, Report), String> {
+    if stream.records.is_empty() {
+        return Err("the update stream has no records".into());
+    }
+    let engine = volume()?;
+    let sector_bytes = engine.sector_bytes();
+    if stream.page_bytes % sector_bytes != 0 {
+        return Err(format!(
+            "pages of {} bytes are not whole sectors of {sector_bytes} bytes",
+            stream.page_bytes
+        ));
+    }
+    let spp = u64::from(stream.page_bytes / sector_bytes);
+    let need = stream.data_pages * spp;
+    if need > engine.capacity_sectors() {
+        return Err(format!(
+            "the stream updates {} pages of {} bytes ({:.1} MB), more than the data volume's {:.1} MB",
+            stream.data_pages,
+            stream.page_bytes,
+            (stream.data_pages * u64::from(stream.page_bytes)) as f64 / 1e6,
+            (engine.capacity_sectors() * u64::from(sector_bytes)) as f64 / 1e6
+        ));
+    }
+    let windows = Windows::cut(stream, cfg.window_bytes);
+    // The application run: every window's compacted writes, back to back.
+    let mut per_window = Vec::with_capacity(windows.len());
+    let mut requests: Vec<ReplayRequest> = Vec::new();
+    let (mut updates, mut folded) = (0u64, 0u64);
+    for k in 0..windows.len() {
+        let pages = windows.compacted(stream, k);
+        updates += windows.updates(stream, k) as u64;
+        folded += pages.len() as u64;
+        let runs = window::runs(&pages, cfg.max_write_pages);
+        per_window.push(runs.len());
+        requests.extend(runs.into_iter().map(|(p, n)| ReplayRequest {
+            op: Op::Write,
+            lba: p * spp,
+            sectors: u32::try_from(u64::from(n) * spp).expect("a write fits u32 sectors"),
+            think: Span::ZERO,
+        }));
+    }
+    let count = requests.len() as u64;
+    let mut done: Vec<Nanos> = vec![Nanos::ZERO; requests.len()];
+    let apply_report = sim::run_observed(
+        engine,
+        Workload::Replay {
+            requests: Box::new(requests.into_iter().map(Ok)),
+            count: Some(count),
+        },
+        Window::default(),
+        progress,
+        &mut |c| done[c.id as usize] = c.done,
+    )
+    .map_err(|e| e.to_string())?;
+    // a_k: from the previous window's last completion to this one's.
+    let mut cost = Vec::with_capacity(windows.len());
+    let (mut at, mut prev) = (0usize, Nanos::ZERO);
+    for &n in &per_window {
+        at += n;
+        let end = if n == 0 { prev } else { done[at - 1] };
+        cost.push(Span(end.0 - prev.0));
+        prev = end;
+    }
+    let end = stream.duration();
+    let busy: Vec<f64> = apply_report.disks.iter().map(|d| d.utilization).collect();
+    let tl = plan::plan(
+        &windows.complete_at,
+        &cost,
+        end,
+        cfg.rto,
+        power.penalties,
+        &power.draw,
+    )
+    .map_err(|e| e.to_string())?;
+
+    // The conventional secondary: every update written as it arrives.
+    let spp32 = u32::try_from(spp).expect("a page fits u32 sectors");
+    let mut id = 0u64;
+    let arrivals = stream
+        .records
+        .iter()
+        .flat_map(move |r| stream.updates(r).iter().map(move |&p| (r.at, p)));
+    let arrivals = arrivals.map(move |(at, p)| {
+        id += 1;
+        Ok(HostRequest {
+            id: id - 1,
+            op: Op::Write,
+            lba: p * spp,
+            sectors: spp32,
+            arrival: at,
+        })
+    });
+    let immediate = sim::run(
+        volume()?,
+        Workload::Timed {
+            arrivals: Box::new(arrivals),
+            requests: Some(stream.pages.len() as u64),
+            max_outstanding: None,
+        },
+        Window::default(),
+        &mut |_, _| {},
+    )
+    .map_err(|e| e.to_string())?;
+
+    // Energy over [0, end], every disk.
+    let fj_to_j = |fj: u128| fj as f64 / 1e15;
+    let deferred_fj: u128 = busy
+        .iter()
+        .map(|&u| {
+            let draw = Draw {
+                busy_share: u,
+                ..power.draw
+            };
+            plan::energy_fj(&tl.phases, &power.penalties, &draw)
+        })
+        .sum();
+    let window_ns = (immediate.window_s * 1e9).round() as u64;
+    let immediate_fj: u128 = immediate
+        .disks
+        .iter()
+        .map(|d| {
+            let busy = ((d.utilization * window_ns as f64).round() as u64).min(end.0);
+            u128::from(power.draw.active_uw) * u128::from(busy)
+                + u128::from(power.draw.idle_uw) * u128::from(end.0 - busy)
+        })
+        .sum();
+    let secs = |x: u64| x as f64 / 1e9;
+    let duration_s = secs(end.0);
+    let mb = |b: f64| b / 1e6;
+    let rgen = stream.log_bytes() as f64 / duration_s;
+    let complete = windows.complete_at.len();
+    let applied_s: f64 = cost[..complete].iter().map(|a| secs(a.0)).sum();
+    let rapl = if complete > 0 && applied_s > 0.0 {
+        (complete as u64 * cfg.window_bytes) as f64 / applied_s
+    } else {
+        f64::INFINITY
+    };
+    let t = secs(cfg.rto.0.saturating_sub(power.penalties.spin_up.0));
+    let closed_form = (rapl.is_finite() && rapl > rgen && t > 0.0).then(|| ClosedForm {
+        batch_interval_s: rapl * rapl * t / ((rapl - rgen) * rgen),
+        apply_s: rapl * t / (rapl - rgen),
+    });
+    let starts: Vec<f64> = tl
+        .batches
+        .iter()
+        .filter(|b| b.spin_up_s.is_some())
+        .map(|b| b.apply_from_s)
+        .collect();
+    let mean_batch_interval_s = (starts.len() > 1)
+        .then(|| (starts[starts.len() - 1] - starts[0]) / (starts.len() - 1) as f64);
+    let mean_apply_s = (!tl.batches.is_empty()).then(|| {
+        tl.batches
+            .iter()
+            .map(|b| b.apply_until_s - b.apply_from_s)
+            .sum::<f64>()
+            / tl.batches.len() as f64
+    });
+    let (deferred_j, immediate_j) = (fj_to_j(deferred_fj), fj_to_j(immediate_fj));
+    let state = |s: State| secs(plan::state_ns(&tl.phases, s));
+    let dr = DrReport {
+        stream: StreamReport {
+            label: stream.label.clone(),
+            records: stream.records.len() as u64,
+            page_updates: stream.pages.len() as u64,
+            log_mb: mb(stream.log_bytes() as f64),
+            duration_s,
+            rgen_mb_s: mb(rgen),
+            data_pages: stream.data_pages,
+            page_bytes: stream.page_bytes,
+        },
+        window_mb: mb(cfg.window_bytes as f64),
+        windows: windows.len() as u64,
+        rto_s: secs(cfg.rto.0),
+        sleep_state: cfg.sleep_state.clone(),
+        folded_share: if updates == 0 {
+            0.0
+        } else {
+            1.0 - folded as f64 / updates as f64
+        },
+        rapl_mb_s: mb(rapl),
+        acceleration: rapl / rgen,
+        closed_form,
+        batches: tl.batches.len() as u64,
+        mean_batch_interval_s,
+        mean_apply_s,
+        spin_ups: tl.spin_ups,
+        spin_ups_per_day: tl.spin_ups as f64 * 86_400.0 / duration_s,
+        worst_recovery_s: secs(tl.worst_recovery.0),
+        worst_recovery_at_s: secs(tl.worst_at.0),
+        state_s: StateSeconds {
+            idle: state(State::Idle),
+            applying: state(State::Applying),
+            spinning_down: state(State::SpinningDown),
+            sleeping: state(State::Sleeping),
+            spinning_up: state(State::SpinningUp),
+        },
+        energy: DrEnergy {
+            deferred_j,
+            deferred_mean_w: deferred_j / duration_s,
+            immediate_j,
+            immediate_mean_w: immediate_j / duration_s,
+            saving: 1.0 - deferred_j / immediate_j,
+        },
+        immediate_saturated: immediate.saturated,
+        immediate_utilization: immediate.mean_utilization(),
+        batch_list: tl.batches.clone(),
+    };
+    let mut report = apply_report;
+    report.dr = Some(Box::new(dr));
+    Ok((report, immediate))
+}
