@@ -116,6 +116,35 @@ pub fn run(cmd: DrivesCmd) -> anyhow::Result<()> {
                 "overhead        read {} ms, write {} ms",
                 spec.overhead_read_ms, spec.overhead_write_ms
             );
+            match d.power_model() {
+                None => {
+                    let _ = writeln!(out, "power           no power data");
+                }
+                Some(m) => {
+                    let w = |uw: u64| uw as f64 / 1e6;
+                    let _ = write!(
+                        out,
+                        "power           active {} W, idle {} W",
+                        w(m.active_uw),
+                        w(m.idle_uw)
+                    );
+                    for s in spindle::drive::LowPower::ALL {
+                        if let Some(l) = m.state(s) {
+                            let _ = write!(
+                                out,
+                                "; {} {} W (down {} s {} J, up {} s {} J)",
+                                s.name(),
+                                w(l.power_uw),
+                                l.down.time.0 as f64 / 1e9,
+                                l.down.energy_fj as f64 / 1e15,
+                                l.up.time.0 as f64 / 1e9,
+                                l.up.energy_fj as f64 / 1e15
+                            );
+                        }
+                    }
+                    let _ = writeln!(out);
+                }
+            }
             let _ = writeln!(out, "zones           {}", g.zone_count());
             for (i, z) in spec.zones.iter().enumerate() {
                 let _ = writeln!(

@@ -230,6 +230,12 @@ impl Engine for Array {
     fn busy(&self, disk: usize, t: Nanos) -> Busy {
         self.disks[disk].clock.busy(t)
     }
+    fn power(&self, disk: usize, t: Nanos) -> Option<crate::drive::PowerTotals> {
+        self.disks[disk].clock.power(t)
+    }
+    fn power_command(&mut self, now: Nanos, disk: usize, cmd: crate::drive::PowerCommand) {
+        self.disks[disk].clock.command(now, cmd);
+    }
     fn counters(&self, disk: usize) -> DiskCounters {
         Array::counters(self, disk)
     }
@@ -350,7 +356,7 @@ impl Array {
                     queue: cfg.policy.build_queue(cfg.age_bound, cylinders),
                     busy: None,
                     rng: Pcg64Mcg::seed_from_u64(seeder.gen()),
-                    clock: DiskClock::default(),
+                    clock: DiskClock::new(drive.power_clock()),
                     propagations: 0,
                 }
             })
@@ -1174,6 +1180,8 @@ impl Array {
         }
         let runs_slice = runs.as_slice();
         let d = &mut self.disks[disk];
+        // A disk in a low-power state first comes back: the operation starts then.
+        let now = d.clock.wake(now);
         let rng = if self.noise { Some(&mut d.rng) } else { None };
         let access = if self.drive.cache().is_some() {
             // The drive's controller serves it: buffer hits, read-ahead, write-back.

@@ -7,7 +7,7 @@
 
 use crate::array::{Array, ArrayConfig, WritePolicy, DEFAULT_NVRAM_ENTRIES};
 use crate::cache::CostEstimate;
-use crate::drive::{builtin_drive, parse_drive, Drive};
+use crate::drive::{builtin_drive, parse_drive, Drive, LowPower, PowerPolicy};
 use crate::engine::{Engine, HostRequest};
 use crate::ew::map_log::{MapLogConfig, DEFAULT_NVRAM_BYTES, DEFAULT_PORTIONS};
 use crate::ew::{EwArray, EwConfig, EwPolicy, EwShape, FreeLayout};
@@ -49,6 +49,9 @@ pub struct ExperimentSpec {
     pub workload: WorkloadSpec,
     #[serde(default)]
     pub run: RunSpec,
+    /// The disks' spin-down policy (docs/power.md).
+    #[serde(default)]
+    pub power: PowerSection,
     /// Further configurations run and reported beside the base one.
     #[serde(default)]
     pub compare: Vec<CompareSpec>,
@@ -56,6 +59,35 @@ pub struct ExperimentSpec {
 
 fn one() -> u64 {
     1
+}
+
+/// An experiment's `[power]`: when the disks go to a low-power state (docs/power.md).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PowerSection {
+    #[serde(default)]
+    pub policy: PolicyName,
+    /// `timeout`: idle time before going down; `adaptive`: the first one.
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    /// The low-power state gone to (absent: standby).
+    #[serde(default)]
+    pub state: Option<LowPower>,
+    /// `adaptive`: the timeout's bounds.
+    #[serde(default)]
+    pub timeout_min_s: Option<f64>,
+    #[serde(default)]
+    pub timeout_max_s: Option<f64>,
+}
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyName {
+    #[default]
+    Never,
+    Timeout,
+    Adaptive,
+    Explicit,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -1559,6 +1591,10 @@ impl Experiment {
                 return Err(self.error("array.age_bound_ms", format!("must be > 0 ms, got {ms}")))
             }
         };
+        let policy = self.power_policy()?;
+        let drive = drive
+            .with_power_policy(policy)
+            .map_err(|m| self.error("power.policy", m))?;
         let drive = Arc::new(drive);
         if !a.layout.is_parity() {
             for (key, given) in [
@@ -1608,6 +1644,83 @@ impl Experiment {
             self.build_sr(&drive, age_bound)?
         };
         Ok((drive, built))
+    }
+
+    /// The spin-down policy of `[power]`, checked.
+    fn power_policy(&self) -> Result<PowerPolicy, ConfigError> {
+        let p = &self.spec.power;
+        let secs = |key: &str, v: f64| {
+            if v.is_finite() && v > 0.0 && v <= 1e9 {
+                Ok(Span((v * 1e9).round() as u64))
+            } else {
+                Err(self.error(
+                    key,
+                    format!("must be a time within 0..1e9 s, more than 0, got {v}"),
+                ))
+            }
+        };
+        let state = p.state.unwrap_or_default();
+        let refuse = |key: &str, given: bool, why: &str| {
+            if given {
+                Err(self.error(key, format!("applies to {why}")))
+            } else {
+                Ok(())
+            }
+        };
+        let adaptive_only = "policy = \"adaptive\" only";
+        if p.policy != PolicyName::Adaptive {
+            refuse(
+                "power.timeout_min_s",
+                p.timeout_min_s.is_some(),
+                adaptive_only,
+            )?;
+            refuse(
+                "power.timeout_max_s",
+                p.timeout_max_s.is_some(),
+                adaptive_only,
+            )?;
+        }
+        Ok(match p.policy {
+            PolicyName::Never | PolicyName::Explicit => {
+                let which = "policy = \"timeout\" or \"adaptive\"";
+                refuse("power.timeout_s", p.timeout_s.is_some(), which)?;
+                refuse("power.state", p.state.is_some(), which)?;
+                if p.policy == PolicyName::Never {
+                    PowerPolicy::Never
+                } else {
+                    PowerPolicy::Explicit
+                }
+            }
+            PolicyName::Timeout => {
+                let Some(t) = p.timeout_s else {
+                    return Err(self.error("power.timeout_s", "policy = \"timeout\" needs it"));
+                };
+                PowerPolicy::Timeout {
+                    timeout: secs("power.timeout_s", t)?,
+                    state,
+                }
+            }
+            PolicyName::Adaptive => {
+                let initial = secs("power.timeout_s", p.timeout_s.unwrap_or(10.0))?;
+                let min = secs("power.timeout_min_s", p.timeout_min_s.unwrap_or(1.0))?;
+                let max = secs("power.timeout_max_s", p.timeout_max_s.unwrap_or(300.0))?;
+                if min > max {
+                    return Err(self.error("power.timeout_min_s", "must be <= timeout_max_s"));
+                }
+                if initial < min || initial > max {
+                    return Err(self.error(
+                        "power.timeout_s",
+                        "must lie within timeout_min_s..timeout_max_s",
+                    ));
+                }
+                PowerPolicy::Adaptive {
+                    initial,
+                    min,
+                    max,
+                    state,
+                }
+            }
+        })
     }
 
     /// The array alone, for a driver that brings its own host (the emulator).

@@ -112,6 +112,14 @@ requests = 10000           # synthetic workloads; a trace replays all its reques
 drain = false
 # series_ms = 100.0        # absent: no time series (spindle run --series)
 
+[power]                    # spin-down policy of every disk (docs/power.md)
+policy = "never"           # never | timeout | adaptive | explicit
+# timeout_s = 10.0         # timeout: the idle time before going down (required);
+                           #   adaptive: the first one (absent: 10 s)
+# state = "standby"        # the low-power state gone to: standby | unloaded | low_rpm
+# timeout_min_s = 1.0      # adaptive: bounds of the timeout (absent: 1 s, 300 s)
+# timeout_max_s = 300.0
+
 # [[compare]]              # more rows: this experiment with keys changed
 # label = "LOOK"
 # set = {{ "array.scheduler" = "look" }}

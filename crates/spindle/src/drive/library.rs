@@ -242,6 +242,9 @@ mod tests {
             if raw.contains_key("sector_bytes") {
                 required.push("sector_bytes");
             }
+            if raw.contains_key("power") {
+                required.push("power");
+            }
             for field in required {
                 assert!(
                     spec.provenance.contains_key(field),

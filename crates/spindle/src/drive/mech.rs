@@ -11,6 +11,7 @@
 
 use super::cache_spec::CacheSpec;
 use super::geometry::{Chs, Geometry};
+use super::power::{PowerClock, PowerModel, PowerPolicy};
 use super::seek::SeekCurve;
 use super::spec::DriveSpec;
 use super::DriveError;
@@ -93,6 +94,8 @@ pub struct Drive {
     seek_noise: Option<Normal<f64>>,
     rotation_noise: Option<Normal<f64>>,
     cache: Option<Box<CacheSpec>>,
+    /// Power states (`[power]`), and the experiment's spin-down policy for every disk.
+    power: Option<(PowerModel, PowerPolicy)>,
 }
 
 fn ms(key: &str, v: f64) -> Result<Span, DriveError> {
@@ -230,7 +233,59 @@ impl Drive {
                 .map(validate_cache)
                 .transpose()?
                 .map(Box::new),
+            power: match &spec.power {
+                None => None,
+                Some(p) => Some((
+                    PowerModel::from_spec(p).map_err(|e| DriveError::Invalid {
+                        key: format!("power.{}", e.key),
+                        msg: e.msg,
+                    })?,
+                    PowerPolicy::Never,
+                )),
+            },
         })
+    }
+
+    /// The drive's power states, if its file gives them.
+    pub fn power_model(&self) -> Option<&PowerModel> {
+        self.power.as_ref().map(|(m, _)| m)
+    }
+
+    /// The spin-down policy every disk of this drive follows (`never` without power data).
+    pub fn power_policy(&self) -> PowerPolicy {
+        self.power.as_ref().map_or(PowerPolicy::Never, |(_, p)| *p)
+    }
+
+    /// The same drive with its disks following `policy`. Errors (as text) when the drive
+    /// has no power data and the policy is not `never`, or lacks the policy's state.
+    pub fn with_power_policy(&self, policy: PowerPolicy) -> Result<Drive, String> {
+        let state = match policy {
+            PowerPolicy::Never => None,
+            PowerPolicy::Explicit => Some(None),
+            PowerPolicy::Timeout { state, .. } | PowerPolicy::Adaptive { state, .. } => {
+                Some(Some(state))
+            }
+        };
+        let mut d = self.clone();
+        match (&mut d.power, state) {
+            (None, None) => {}
+            (None, Some(_)) => {
+                return Err(format!(
+                    "drive {} has no power data ([power] in its drive file)",
+                    self.id
+                ))
+            }
+            (Some((m, _)), Some(Some(s))) if m.state(s).is_none() => {
+                return Err(format!("drive {} has no {} state", self.id, s.name()))
+            }
+            (Some((_, p)), _) => *p = policy,
+        }
+        Ok(d)
+    }
+
+    /// A fresh power clock for one disk (idle at time zero), when the drive has power data.
+    pub fn power_clock(&self) -> Option<PowerClock> {
+        self.power.as_ref().map(|(m, p)| PowerClock::new(*m, *p))
     }
 
     /// The drive controller's command overhead before a media access (a cache miss after a

@@ -12,6 +12,7 @@ pub mod geometry;
 pub mod layout_spec;
 pub mod library;
 pub mod mech;
+pub mod power;
 mod sector_loop;
 pub mod seek;
 pub mod spec;
@@ -21,6 +22,9 @@ pub use controller::{Controller, Service};
 pub use geometry::{Chs, Geometry};
 pub use layout_spec::LayoutSpec;
 pub use mech::{Access, Drive, HeadState, Run, Target, Transfer};
+pub use power::{
+    LowPower, PowerClock, PowerCommand, PowerModel, PowerPolicy, PowerSpec, PowerTotals,
+};
 pub use seek::SeekCurve;
 pub use spec::{DriveSpec, NoiseSpec, SeekSpec, SkewUnit, ZoneSpec};
 

@@ -7,6 +7,7 @@
 
 use super::cache_spec::CacheSpec;
 use super::layout_spec::LayoutSpec;
+use super::power::PowerSpec;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -55,6 +56,9 @@ pub struct DriveSpec {
     /// The on-disk buffer and interface; absent: no buffer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheSpec>,
+    /// Power states and transitions (docs/power.md); absent: the drive reports no energy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<PowerSpec>,
     /// Where every value came from: dotted field name → citation (e.g. `"rpm" = "DiskSim
     /// cheetah9LP.model (measured)"`).
     #[serde(default)]
@@ -187,6 +191,7 @@ pub(crate) fn test_spec(surfaces: u32, cylinders: u32, sectors_per_track: u32) -
         noise: NoiseSpec::default(),
         layout: LayoutSpec::default(),
         cache: None,
+        power: None,
         provenance: BTreeMap::new(),
         sources: BTreeMap::new(),
     }

@@ -3,6 +3,7 @@
 //! reads the cumulative charge at both edges of its measurement window, so utilisation by
 //! cause is the window's own work, never more than 100 % in all.
 
+use crate::drive::{PowerClock, PowerCommand, PowerTotals};
 use crate::{Nanos, Span};
 use serde::Serialize;
 
@@ -103,15 +104,58 @@ impl CauseShares {
     }
 }
 
-/// One disk's time: the operation running, the busy time of those finished, by cause.
+/// One disk's time: the operation running, the busy time of those finished, by cause; and,
+/// for a drive with power data, its power state ([`PowerClock`]).
+///
+/// Call order for an operation: [`DiskClock::wake`] (the instant it can start: later than
+/// asked when the disk must first come back from a low-power state), [`DiskClock::start`]
+/// from that instant, [`DiskClock::finish`] at its end.
 #[derive(Clone, Debug, Default)]
 pub struct DiskClock {
     busy: Busy,
     ops: u64,
     running: Option<(Nanos, Nanos, Cause)>,
+    power: Option<Box<PowerClock>>,
 }
 
 impl DiskClock {
+    /// A disk's clock; `power`: its power state, for a drive with power data
+    /// ([`crate::drive::Drive::power_clock`]).
+    pub fn new(power: Option<PowerClock>) -> DiskClock {
+        DiskClock {
+            power: power.map(Box::new),
+            ..DiskClock::default()
+        }
+    }
+
+    /// An operation is to start at `now`: when the disk can start it (`now`, unless it is
+    /// in or going to a low-power state: then after the transition back).
+    #[inline]
+    pub fn wake(&mut self, now: Nanos) -> Nanos {
+        match self.power.as_deref_mut() {
+            None => now,
+            Some(p) => p.wake(now),
+        }
+    }
+
+    /// A power command at `now` (no effect without power data).
+    pub fn command(&mut self, now: Nanos, cmd: PowerCommand) {
+        let busy = self.running.is_some();
+        if let Some(p) = self.power.as_deref_mut() {
+            p.command(now, busy, cmd);
+        }
+    }
+
+    /// Cumulative power totals up to `t` (t ≥ the last event handled), with power data.
+    pub fn power(&self, t: Nanos) -> Option<PowerTotals> {
+        self.power.as_deref().map(|p| p.totals(t))
+    }
+
+    /// The power state, with power data.
+    pub fn power_clock(&self) -> Option<&PowerClock> {
+        self.power.as_deref()
+    }
+
     /// An operation for `cause` occupies the disk over `[from, until)`.
     pub fn start(&mut self, cause: Cause, from: Nanos, until: Nanos) {
         assert!(
@@ -135,6 +179,9 @@ impl DiskClock {
         let (from, until, cause) = self.running.take().expect("an operation is running");
         self.busy.add(cause, until.since(from).0);
         self.ops += 1;
+        if let Some(p) = self.power.as_deref_mut() {
+            p.idle(until);
+        }
         cause
     }
 

@@ -34,7 +34,7 @@ pub fn prefetch<T>(at: *const T) {
     let _ = at;
 }
 
-use crate::drive::Access;
+use crate::drive::{Access, PowerCommand, PowerTotals};
 use crate::sched::SchedStats;
 use crate::{Nanos, Op, Span};
 use serde::Serialize;
@@ -216,6 +216,19 @@ pub trait Engine: Send {
     /// handled).
     fn busy(&self, disk: usize, t: Nanos) -> Busy;
     fn counters(&self, disk: usize) -> DiskCounters;
+    /// Cumulative power totals of `disk` up to instant `t` (t ≥ the last event handled), for
+    /// a drive with power data (docs/power.md).
+    fn power(&self, disk: usize, t: Nanos) -> Option<PowerTotals> {
+        let _ = (disk, t);
+        None
+    }
+    /// Commands `disk` down to a low-power state or back up at `now` (≥ the last event
+    /// handled): the explicit spin-down policy's API (any policy accepts it). A request that
+    /// reaches a disk that is down waits for it to come back. No effect on a drive without
+    /// power data.
+    fn power_command(&mut self, now: Nanos, disk: usize, cmd: PowerCommand) {
+        let _ = (now, disk, cmd);
+    }
     /// The deferred work pending now (after the last event handled).
     fn backlog(&self) -> Backlog {
         Backlog::default()
@@ -301,6 +314,12 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
     }
     fn counters(&self, disk: usize) -> DiskCounters {
         (**self).counters(disk)
+    }
+    fn power(&self, disk: usize, t: Nanos) -> Option<PowerTotals> {
+        (**self).power(disk, t)
+    }
+    fn power_command(&mut self, now: Nanos, disk: usize, cmd: PowerCommand) {
+        (**self).power_command(now, disk, cmd)
     }
     fn backlog(&self) -> Backlog {
         (**self).backlog()

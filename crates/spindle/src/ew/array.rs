@@ -588,7 +588,7 @@ impl EwArray {
                 delayed: EwQueue::new(cfg.policy, None),
                 busy: None,
                 rng: Pcg64Mcg::seed_from_u64(seeder.gen()),
-                clock: DiskClock::default(),
+                clock: DiskClock::new(drive.power_clock()),
                 propagations: 0,
                 home,
             });
@@ -1165,6 +1165,8 @@ impl EwArray {
         } else {
             None
         };
+        // A disk in a low-power state first comes back: the operation starts then.
+        let now = disk.clock.wake(now);
         let access = self.drive.access(now, &disk.head, xfer, None, rng);
         disk.head.cylinder = access.end_cylinder;
         disk.head.head = access.end_head;
@@ -1714,6 +1716,12 @@ impl Engine for EwArray {
 
     fn busy(&self, disk: usize, t: Nanos) -> Busy {
         self.disks[disk].clock.busy(t)
+    }
+    fn power(&self, disk: usize, t: Nanos) -> Option<crate::drive::PowerTotals> {
+        self.disks[disk].clock.power(t)
+    }
+    fn power_command(&mut self, now: Nanos, disk: usize, cmd: crate::drive::PowerCommand) {
+        self.disks[disk].clock.command(now, cmd);
     }
 
     /// Delayed eager copies, DDM moves home and map log appends pending (queued or

@@ -26,10 +26,12 @@ mod report;
 
 pub use rebuild::RebuildWatch;
 pub use report::{
-    BacklogReport, BreakdownMs, CacheReport, DiskReport, DuringReport, HostQueueReport,
-    LatencyStats, RebuildReport, Report, SeriesPoint, WriteCacheReport,
+    BacklogReport, BreakdownMs, CacheReport, DiskReport, DuringReport, EnergyReport,
+    HostQueueReport, LatencyStats, RebuildReport, Report, SeriesPoint, StateSeconds,
+    WriteCacheReport,
 };
 
+use crate::drive::PowerTotals;
 use crate::engine::{Backlog, Busy, CacheCounters, CauseShares, Completion, DiskCounters};
 use crate::{Nanos, Op};
 use hdrhistogram::Histogram;
@@ -46,6 +48,8 @@ pub struct Edge {
     pub backlog: Backlog,
     /// The write cache's counters, for a controller with one.
     pub cache: Option<CacheCounters>,
+    /// Every disk's power totals, for a drive with power data (empty: none).
+    pub power: Vec<Option<PowerTotals>>,
 }
 
 /// Collects per-request measurements during a run. Call order, per event at time t:
@@ -229,6 +233,7 @@ impl Collector {
             busy: vec![Busy::default(); n_disks],
             backlog: Backlog::default(),
             cache: None,
+            power: Vec::new(),
         };
         let (start, end) = match (self.start, self.end) {
             (Some(s), Some(e)) => (s, e),
@@ -269,9 +274,11 @@ impl Collector {
                     aged_picks: c.sched.aged_picks,
                     propagations: c.propagations,
                     map_logging_ms: c.map_logging.as_ms_f64(),
+                    ..energy_of(start.power.get(i), end.power.get(i), busy, window)
                 }
             })
-            .collect();
+            .collect::<Vec<DiskReport>>();
+        let energy = EnergyReport::of(&disks, window);
         // Every request answered inside the window counts, measured or not: counting only
         // the measured ones would charge the window for the tail in which the last measured
         // stragglers finish among cool-down requests.
@@ -339,6 +346,7 @@ impl Collector {
                 switches: mean_ms(self.sums[6]),
             },
             disks,
+            energy,
             cache: match (&start.cache, &end.cache) {
                 (Some(s), Some(e)) => Some(CacheReport::new(s, e, window)),
                 _ => None,
@@ -356,5 +364,42 @@ impl Collector {
             },
             ..Report::default()
         }
+    }
+}
+
+/// A disk's energy over a window with `busy_ns` of operations, from its power totals at the
+/// window's edges (all `None` without power data): the energy fields of its report.
+fn energy_of(
+    start: Option<&Option<PowerTotals>>,
+    end: Option<&Option<PowerTotals>>,
+    busy_ns: u64,
+    window: crate::Span,
+) -> DiskReport {
+    let (Some(Some(s)), Some(Some(e))) = (start, end) else {
+        return DiskReport::default();
+    };
+    let d = e.since(s);
+    let secs = |ns: u64| ns as f64 / 1e9;
+    let idle = d.idle_ns(busy_ns, window.0);
+    let low: u64 = d.low_ns.iter().sum();
+    assert!(
+        busy_ns + low + d.transition_ns <= window.0,
+        "disk states {} ns in a window of {} ns",
+        busy_ns + low + d.transition_ns,
+        window.0
+    );
+    DiskReport {
+        energy_fj: Some(d.energy_fj(busy_ns, window.0)),
+        energy_j: Some(d.energy_fj(busy_ns, window.0) as f64 / 1e15),
+        state_s: Some(StateSeconds {
+            active: secs(busy_ns),
+            idle: secs(idle),
+            standby: secs(d.low_ns[0]),
+            unloaded: secs(d.low_ns[1]),
+            low_rpm: secs(d.low_ns[2]),
+            transition: secs(d.transition_ns),
+        }),
+        spin_ups: Some(d.spin_ups),
+        ..DiskReport::default()
     }
 }

@@ -2,6 +2,7 @@
 //! programs. Field meanings are documented in `docs/report.md`.
 
 use crate::engine::{Backlog, CacheCounters, CauseShares};
+use crate::Span;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -75,6 +76,65 @@ pub struct DiskReport {
     pub propagations: u64,
     /// Busy time appending the map log and its checkpoints (eager-writing arrays), whole run.
     pub map_logging_ms: f64,
+    /// Energy over the window, J (a drive with power data; docs/power.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_j: Option<f64>,
+    /// The same, exact, in fJ (not printed).
+    #[serde(skip)]
+    pub energy_fj: Option<u128>,
+    /// Seconds of the window in each power state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_s: Option<StateSeconds>,
+    /// Spin-ups begun in the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spin_ups: Option<u64>,
+}
+
+/// Seconds of a window in each power state; they sum to the window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StateSeconds {
+    /// An operation running (seeking, rotating, transferring for it).
+    pub active: f64,
+    /// Spinning, no operation.
+    pub idle: f64,
+    /// Spun down.
+    pub standby: f64,
+    /// Heads unloaded.
+    pub unloaded: f64,
+    /// Spinning at the low rpm.
+    pub low_rpm: f64,
+    /// In a transition between states (spin-down, spin-up, unload, load, rpm changes).
+    pub transition: f64,
+}
+
+/// The array's energy over the window: every disk with power data.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct EnergyReport {
+    pub total_j: f64,
+    /// Total energy over the window's length (W).
+    pub mean_w: f64,
+    /// Spin-ups of all disks begun in the window, and per day of it.
+    pub spin_ups: u64,
+    pub spin_ups_per_day: f64,
+}
+
+impl EnergyReport {
+    /// The total of `disks` over a window of `window`; `None` when no disk has power data.
+    pub fn of(disks: &[DiskReport], window: Span) -> Option<EnergyReport> {
+        if disks.iter().all(|d| d.energy_fj.is_none()) {
+            return None;
+        }
+        let fj: u128 = disks.iter().filter_map(|d| d.energy_fj).sum();
+        let spin_ups: u64 = disks.iter().filter_map(|d| d.spin_ups).sum();
+        let secs = window.0 as f64 / 1e9;
+        let per = |v: f64| if secs > 0.0 { v / secs } else { 0.0 };
+        Some(EnergyReport {
+            total_j: fj as f64 / 1e15,
+            mean_w: per(fj as f64 / 1e15),
+            spin_ups,
+            spin_ups_per_day: per(spin_ups as f64) * 86_400.0,
+        })
+    }
 }
 
 /// One sample of a time series: the array at `t_s` seconds of virtual time.
@@ -272,6 +332,9 @@ pub struct Report {
     pub latency: Latencies,
     pub breakdown_ms: BreakdownMs,
     pub disks: Vec<DiskReport>,
+    /// Energy over the window, for a drive with power data (docs/power.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy: Option<EnergyReport>,
     /// Eager-writing arrays: the share of all disks' busy time (whole run) spent on map
     /// logging (the EW-Array paper's "overhead due to the maintenance of the map", 5.2.2).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -367,6 +430,19 @@ impl Report {
              host = waiting for a host slot)",
             first.requests
         );
+        for r in self.rows() {
+            if let Some(e) = &r.energy {
+                let _ = writeln!(
+                    s,
+                    "energy {:<15} {:>12.1} J  mean {:>8.2} W  {} spin-ups ({:.1}/day)",
+                    truncate(&r.label, 15),
+                    e.total_j,
+                    e.mean_w,
+                    e.spin_ups,
+                    e.spin_ups_per_day
+                );
+            }
+        }
         if self.rows().any(|r| r.saturated || !r.sustainable) {
             let _ = writeln!(
                 s,

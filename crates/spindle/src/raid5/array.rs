@@ -335,7 +335,7 @@ impl Raid5Array {
                 destage,
                 busy: None,
                 rng: Pcg64Mcg::seed_from_u64(seeder.gen()),
-                clock: DiskClock::default(),
+                clock: DiskClock::new(drive.power_clock()),
             });
         }
         Ok(Raid5Array {
@@ -770,6 +770,8 @@ impl Raid5Array {
             });
         }
         let d = &mut self.disks[disk];
+        // A disk in a low-power state first comes back: the operation starts then.
+        let now = d.clock.wake(now);
         let rng = if self.noise { Some(&mut d.rng) } else { None };
         let access = if self.drive.cache().is_some() && runs.len() == 1 {
             // The drive's own controller serves it (`drive_buffers`: no write cache, so no
@@ -939,6 +941,12 @@ impl Engine for Raid5Array {
 
     fn busy(&self, disk: usize, t: Nanos) -> Busy {
         self.disks[disk].clock.busy(t)
+    }
+    fn power(&self, disk: usize, t: Nanos) -> Option<crate::drive::PowerTotals> {
+        self.disks[disk].clock.power(t)
+    }
+    fn power_command(&mut self, now: Nanos, disk: usize, cmd: crate::drive::PowerCommand) {
+        self.disks[disk].clock.command(now, cmd);
     }
 
     /// Destage reads and writes queued or running, and the write-cache blocks holding data

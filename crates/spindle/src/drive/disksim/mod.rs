@@ -851,6 +851,7 @@ impl<'a> Importer<'a> {
             noise: NoiseSpec::default(),
             layout: layout_spec,
             cache: None,
+            power: None,
             provenance: BTreeMap::new(),
             sources: BTreeMap::new(),
         };
