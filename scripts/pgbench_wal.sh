@@ -10,9 +10,10 @@
 #   --pg-set NAME=VALUE  a PostgreSQL setting (postgres -c); repeatable
 #
 # The log covers the pgbench run only (from the LSN after `pgbench -i` to the LSN at its end);
-# WAL segments are kept for the whole run (max_wal_size and wal_keep_size large, no
-# checkpoint on time), so nothing is recycled before it is dumped. Each COMMIT record carries
-# its wall-clock time: `spindle` times every record by its LSN between commits (docs/dr.md).
+# checkpoints run as PostgreSQL's defaults make them (so full-page images follow each one, as
+# in production), and wal_keep_size keeps every segment until it is dumped. Each COMMIT
+# record carries its wall-clock time: `spindle` times every record by its LSN between
+# commits (docs/dr.md).
 # The first line of OUT is a `#` comment naming the run (scale, clients, seconds, LSNs,
 # PostgreSQL version). Do not commit OUT: SCALE 10 for 60 s is a few hundred MB of text.
 #
@@ -74,7 +75,7 @@ as_pg "$PG_BIN/initdb" -D "$pgdata" -U postgres -A trust --locale=C -E UTF8 --no
   >"$work/initdb.log" 2>&1 || { cat "$work/initdb.log" >&2; die "initdb failed"; }
 started=1
 as_pg "$PG_BIN/pg_ctl" -D "$pgdata" -l "$work/postgres.log" -w -t 60 \
-  -o "-c listen_addresses='' -k $work -c max_wal_size=64GB -c wal_keep_size=64GB -c checkpoint_timeout=1d ${pg_sets[*]}" \
+  -o "-c listen_addresses='' -k $work -c wal_keep_size=64GB ${pg_sets[*]}" \
   start >/dev/null || { cat "$work/postgres.log" >&2; die "PostgreSQL did not start"; }
 psql() { as_pg "$PG_BIN/psql" -h "$work" -U postgres -X -A -t -q -c "$1" postgres; }
 

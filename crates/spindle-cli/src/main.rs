@@ -36,6 +36,9 @@ struct Cli {
 enum Cmd {
     /// Run an experiment (no FILE: the built-in default) and print its report.
     Run(run_cmd::RunArgs),
+    /// Run a power-aware disaster-recovery secondary (an experiment with workload.kind =
+    /// "dr": deferred, compacted application of a forwarded update stream; docs/dr.md).
+    Dr(run_cmd::RunArgs),
     /// Run an experiment over the product of its [[axis]] tables, one row per point.
     Sweep(sweep_cmd::SweepArgs),
     /// The shortest burst that overflows a write cache (parity arrays, process groups).
@@ -58,6 +61,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Run(args) => run_cmd::run(args, cli.quiet),
+        Cmd::Dr(args) => run_cmd::run_dr(args, cli.quiet),
         Cmd::Sweep(args) => sweep_cmd::run(args, cli.quiet),
         Cmd::Burst(args) => burst_cmd::run(args, cli.quiet),
         Cmd::Drives(cmd) => drives_cmd::run(cmd),

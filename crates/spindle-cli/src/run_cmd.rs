@@ -73,6 +73,21 @@ fn builtin_unsets(args: &RunArgs) -> Vec<String> {
 pub const SET_ARRAY_LABEL: &str = "array from --set";
 
 pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<()> {
+    run_checked(args, quiet, false)
+}
+
+/// `spindle dr FILE`: [`run`] on an experiment whose workload is a disaster-recovery
+/// secondary (`workload.kind = "dr"`, docs/dr.md).
+pub fn run_dr(args: RunArgs, quiet: bool) -> anyhow::Result<()> {
+    if args.file.is_none() && !args.print_config {
+        anyhow::bail!(
+            "spindle dr needs an experiment FILE with workload.kind = \"dr\" (docs/dr.md)"
+        );
+    }
+    run_checked(args, quiet, true)
+}
+
+fn run_checked(args: RunArgs, quiet: bool, dr_only: bool) -> anyhow::Result<()> {
     if args.print_config {
         std::io::stdout()
             .lock()
@@ -106,6 +121,14 @@ pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<()> {
     let mut exp = Experiment::parse_with(&text, &origin, &unsets, &sets)?;
     if !builtin.is_empty() && exp.spec.name.is_none() {
         exp.spec.name = Some(SET_ARRAY_LABEL.to_string());
+    }
+    if dr_only && exp.spec.workload.kind != spindle::config::WorkloadKind::Dr {
+        return Err(exp
+            .error(
+                "workload.kind",
+                "spindle dr runs a DR secondary: set kind = \"dr\" (docs/dr.md)",
+            )
+            .into());
     }
     let read_file = reader_relative_to(base.as_deref());
     let open_trace = replay::opener(base.as_deref());

@@ -391,6 +391,9 @@ pub enum WorkloadKind {
     Validate,
     /// Process groups with history-buffer locality and bursts (Varma & Jacobson, ISCA '95).
     Groups,
+    /// A power-aware disaster-recovery secondary applying a forwarded update stream
+    /// (`[workload.dr]`, docs/dr.md).
+    Dr,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -424,6 +427,9 @@ pub struct WorkloadSpec {
     /// `kind = "groups"`: the process groups; absent: the paper's defaults.
     #[serde(default)]
     pub groups: Option<GroupsSpec>,
+    /// `kind = "dr"`: the update stream, window and RTO.
+    #[serde(default)]
+    pub dr: Option<dr::DrSpec>,
 }
 
 impl WorkloadSpec {
@@ -1078,8 +1084,14 @@ impl Experiment {
             report.label = label;
             reports.push(report);
         }
+        // A run may bring rows of its own (a DR secondary's immediate secondary): each
+        // follows its configuration's row.
         let mut base = reports.remove(0);
-        base.compare = reports;
+        for mut r in reports {
+            let own = std::mem::take(&mut r.compare);
+            base.compare.push(r);
+            base.compare.extend(own);
+        }
         Ok(base)
     }
 
@@ -1314,6 +1326,10 @@ impl Experiment {
         open_validate: OpenValidate<'_>,
     ) -> Result<(), ConfigError> {
         for (_, exp) in self.variants()? {
+            if exp.spec.workload.kind == WorkloadKind::Dr {
+                exp.check_dr(read_file)?;
+                continue;
+            }
             exp.prepare(read_file, open_trace, open_validate)?;
         }
         Ok(())
@@ -1326,6 +1342,9 @@ impl Experiment {
         open_validate: OpenValidate<'_>,
         progress: &mut dyn FnMut(u64, Option<u64>),
     ) -> Result<Report, ConfigError> {
+        if self.spec.workload.kind == WorkloadKind::Dr {
+            return self.run_dr(read_file, open_trace, progress);
+        }
         let Prepared {
             array,
             layout_label,
@@ -1400,6 +1419,12 @@ impl Experiment {
         }
         let workload_label;
         let workload = match w.kind {
+            WorkloadKind::Dr => {
+                return Err(self.error(
+                    "workload.kind",
+                    "a \"dr\" workload runs through the DR secondary, not this driver",
+                ))
+            }
             WorkloadKind::Closed | WorkloadKind::Open => {
                 let mix = self.mix(w, sector_bytes, capacity_bytes)?;
                 let size_label = if w.sizes.is_some() {
@@ -2167,6 +2192,7 @@ struct Prepared {
     workload_label: String,
 }
 
+mod dr;
 mod parity;
 mod parv_array;
 mod template;

@@ -64,6 +64,8 @@ fn row_cost(spec: &crate::config::ExperimentSpec) -> f64 {
             spec.run.requests as f64
         }
         WorkloadKind::Trace | WorkloadKind::Validate => 100_000.0,
+        // Two runs over a whole update stream (the windows, the immediate secondary).
+        WorkloadKind::Dr => 1_000_000.0,
     };
     let dims = |d: Option<f64>| d.unwrap_or(1.0).max(1.0);
     let disks = f64::from(a.disks.unwrap_or(0))

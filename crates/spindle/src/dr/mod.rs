@@ -20,7 +20,7 @@ pub mod stream;
 pub mod window;
 
 use crate::engine::{Engine, HostRequest};
-use crate::metrics::dr::{ClosedForm, DrEnergy, DrReport, StateSeconds, StreamReport};
+use crate::metrics::dr::{ClosedForm, DrEnergy, DrReport, StreamReport, VolumeSeconds};
 use crate::metrics::Report;
 use crate::sim::{self, ReplayRequest, Window, Workload};
 use crate::{Nanos, Op, Span};
@@ -162,28 +162,48 @@ pub fn run(
     )
     .map_err(|e| e.to_string())?;
 
-    // Energy over [0, end], every disk.
-    let fj_to_j = |fj: u128| fj as f64 / 1e15;
-    let deferred_fj: u128 = busy
-        .iter()
-        .map(|&u| {
-            let draw = Draw {
-                busy_share: u,
-                ..power.draw
-            };
-            plan::energy_fj(&tl.phases, &power.penalties, &draw)
-        })
-        .sum();
-    let window_ns = (immediate.window_s * 1e9).round() as u64;
-    let immediate_fj: u128 = immediate
-        .disks
-        .iter()
-        .map(|d| {
-            let busy = ((d.utilization * window_ns as f64).round() as u64).min(end.0);
-            u128::from(power.draw.active_uw) * u128::from(busy)
-                + u128::from(power.draw.idle_uw) * u128::from(end.0 - busy)
-        })
-        .sum();
+    // The deferred volume's energy over [0, end], disk by disk, from its timeline.
+    let state = |s: State| plan::state_ns(&tl.phases, s);
+    let applying = state(State::Applying);
+    let mut report = apply_report;
+    let mut deferred_fj = 0u128;
+    for (d, &u) in report.disks.iter_mut().zip(&busy) {
+        let draw = Draw {
+            busy_share: u,
+            ..power.draw
+        };
+        let fj = plan::energy_fj(&tl.phases, &power.penalties, &draw);
+        deferred_fj += fj;
+        let active = ((applying as f64 * u).round() as u64).min(applying);
+        let s = |ns: u64| ns as f64 / 1e9;
+        let sleeping = s(state(State::Sleeping));
+        d.energy_fj = Some(fj);
+        d.energy_j = Some(fj as f64 / 1e15);
+        d.spin_ups = Some(tl.spin_ups);
+        d.state_s = Some(crate::metrics::StateSeconds {
+            active: s(active),
+            idle: s(state(State::Idle) + applying - active),
+            standby: if cfg.sleep_state == "standby" {
+                sleeping
+            } else {
+                0.0
+            },
+            unloaded: if cfg.sleep_state == "unloaded" {
+                sleeping
+            } else {
+                0.0
+            },
+            low_rpm: if cfg.sleep_state == "low_rpm" {
+                sleeping
+            } else {
+                0.0
+            },
+            transition: s(state(State::SpinningUp) + state(State::SpinningDown)),
+        });
+    }
+    report.energy = crate::metrics::EnergyReport::of(&report.disks, Span(end.0));
+    // The conventional secondary's, as its run accounted it (its own spin-down policy).
+    let immediate_mean_w = immediate.energy.as_ref().map_or(0.0, |e| e.mean_w);
     let secs = |x: u64| x as f64 / 1e9;
     let duration_s = secs(end.0);
     let mb = |b: f64| b / 1e6;
@@ -215,7 +235,8 @@ pub fn run(
             .sum::<f64>()
             / tl.batches.len() as f64
     });
-    let (deferred_j, immediate_j) = (fj_to_j(deferred_fj), fj_to_j(immediate_fj));
+    let deferred_j = deferred_fj as f64 / 1e15;
+    let deferred_mean_w = deferred_j / duration_s;
     let state = |s: State| secs(plan::state_ns(&tl.phases, s));
     let dr = DrReport {
         stream: StreamReport {
@@ -247,7 +268,7 @@ pub fn run(
         spin_ups_per_day: tl.spin_ups as f64 * 86_400.0 / duration_s,
         worst_recovery_s: secs(tl.worst_recovery.0),
         worst_recovery_at_s: secs(tl.worst_at.0),
-        state_s: StateSeconds {
+        state_s: VolumeSeconds {
             idle: state(State::Idle),
             applying: state(State::Applying),
             spinning_down: state(State::SpinningDown),
@@ -256,16 +277,15 @@ pub fn run(
         },
         energy: DrEnergy {
             deferred_j,
-            deferred_mean_w: deferred_j / duration_s,
-            immediate_j,
-            immediate_mean_w: immediate_j / duration_s,
-            saving: 1.0 - deferred_j / immediate_j,
+            deferred_mean_w,
+            immediate_j: immediate.energy.as_ref().map_or(0.0, |e| e.total_j),
+            immediate_mean_w,
+            saving: 1.0 - deferred_mean_w / immediate_mean_w,
         },
         immediate_saturated: immediate.saturated,
         immediate_utilization: immediate.mean_utilization(),
         batch_list: tl.batches.clone(),
     };
-    let mut report = apply_report;
     report.dr = Some(Box::new(dr));
     Ok((report, immediate))
 }

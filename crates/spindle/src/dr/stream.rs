@@ -65,6 +65,32 @@ impl Stream {
         self
     }
 
+    /// The stream played `times` times back to back (a long steady run from a short
+    /// capture): each cycle's log follows the last, and its first record arrives one mean
+    /// inter-arrival time after the last cycle's last record.
+    pub fn repeated(mut self, times: u32) -> Stream {
+        let (n, pages) = (self.records.len(), self.pages.len());
+        if times <= 1 || n == 0 {
+            return self;
+        }
+        let (log, span) = (self.log_bytes(), self.duration().0);
+        let period = span + span / n as u64;
+        for c in 1..u64::from(times) {
+            for i in 0..n {
+                let r = self.records[i];
+                self.records.push(Record {
+                    lsn_end: r.lsn_end + c * log,
+                    at: Nanos(r.at.0 + c * period),
+                    first: r.first
+                        + u32::try_from(c as usize * pages).expect("fewer than 2^32 page updates"),
+                    count: r.count,
+                });
+            }
+            self.pages.extend_from_within(..pages);
+        }
+        self
+    }
+
     pub(crate) fn push(&mut self, lsn_end: u64, at: Nanos, pages: impl IntoIterator<Item = u64>) {
         let first = u32::try_from(self.pages.len()).expect("fewer than 2^32 page updates");
         self.pages.extend(pages);

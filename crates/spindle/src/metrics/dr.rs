@@ -29,7 +29,7 @@ pub struct ClosedForm {
 
 /// Seconds in each state of the data volume (per disk: the volume moves as one).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct StateSeconds {
+pub struct VolumeSeconds {
     pub idle: f64,
     pub applying: f64,
     pub spinning_down: f64,
@@ -37,14 +37,16 @@ pub struct StateSeconds {
     pub spinning_up: f64,
 }
 
-/// Energy of the data volume (all its disks) over the stream, deferred against immediate.
+/// Energy of the data volume (all its disks), deferred over the stream's duration against
+/// immediate over its run (the two runs' lengths differ when the immediate secondary falls
+/// behind, so the saving compares mean power, as the paper's figures do).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct DrEnergy {
     pub deferred_j: f64,
     pub deferred_mean_w: f64,
     pub immediate_j: f64,
     pub immediate_mean_w: f64,
-    /// 1 − deferred / immediate.
+    /// 1 − deferred mean power / immediate mean power.
     pub saving: f64,
 }
 
@@ -71,7 +73,7 @@ pub struct DrReport {
     pub spin_ups_per_day: f64,
     pub worst_recovery_s: f64,
     pub worst_recovery_at_s: f64,
-    pub state_s: StateSeconds,
+    pub state_s: VolumeSeconds,
     pub energy: DrEnergy,
     /// The conventional secondary could not keep up with the stream.
     pub immediate_saturated: bool,
@@ -91,4 +93,80 @@ pub struct BatchReport {
     pub end_window: usize,
     /// The worst recovery time from the end of the previous batch to the end of this one.
     pub worst_recovery_s: f64,
+}
+
+impl DrReport {
+    /// Lines for the report's table.
+    pub fn summary(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let st = &self.stream;
+        let _ = writeln!(
+            s,
+            "DR secondary (docs/dr.md): {} records, {:.1} MB of log over {:.1} s (R_gen {:.3} MB/s), \
+             {} page updates; window {} MB ({} windows; folding removed {:.1} % of the updates)",
+            st.records,
+            st.log_mb,
+            st.duration_s,
+            st.rgen_mb_s,
+            st.page_updates,
+            self.window_mb,
+            self.windows,
+            100.0 * self.folded_share
+        );
+        let _ = write!(
+            s,
+            "  R_apl {:.2} MB/s = {:.1} x R_gen",
+            self.rapl_mb_s, self.acceleration
+        );
+        match &self.closed_form {
+            Some(c) => {
+                let _ = writeln!(
+                    s,
+                    "; paper's closed form: batch interval {:.0} s, application {:.1} s",
+                    c.batch_interval_s, c.apply_s
+                );
+            }
+            None => {
+                let _ = writeln!(s, "; no closed form (R_apl <= R_gen or RTO <= spin-up)");
+            }
+        }
+        let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1} s"));
+        let _ = writeln!(
+            s,
+            "  plan: {} batches, mean interval {}, mean application {}; {} spin-ups ({:.1} per day)",
+            self.batches,
+            opt(self.mean_batch_interval_s),
+            opt(self.mean_apply_s),
+            self.spin_ups,
+            self.spin_ups_per_day
+        );
+        let _ = writeln!(
+            s,
+            "  worst recovery time {:.2} s (RTO {} s), at {:.1} s",
+            self.worst_recovery_s, self.rto_s, self.worst_recovery_at_s
+        );
+        let t = &self.state_s;
+        let _ = writeln!(
+            s,
+            "  data volume: applying {:.1} s, idle {:.1} s, {} {:.1} s, spinning down {:.1} s, up {:.1} s",
+            t.applying, t.idle, self.sleep_state, t.sleeping, t.spinning_down, t.spinning_up
+        );
+        let e = &self.energy;
+        let _ = writeln!(
+            s,
+            "  energy of the data volume: deferred {:.0} J ({:.2} W) against immediate {:.0} J ({:.2} W): saving {:.1} %{}",
+            e.deferred_j,
+            e.deferred_mean_w,
+            e.immediate_j,
+            e.immediate_mean_w,
+            100.0 * e.saving,
+            if self.immediate_saturated {
+                " (the immediate secondary is SATURATED: it falls behind the stream)"
+            } else {
+                ""
+            }
+        );
+        s
+    }
 }

@@ -450,6 +450,9 @@ impl Report {
                  grew over the window, not sustainable at this load — docs/report.md)"
             );
         }
+        if let Some(dr) = &self.dr {
+            s.push_str(&dr.summary());
+        }
         s
     }
 

@@ -92,3 +92,18 @@ fn block_trace_writes_become_page_updates() {
     let e = from_writes([w(500, 0, 512), w(400, 0, 512)], 8192, "t".into()).unwrap_err();
     assert!(e.contains("before the previous one"), "{e}");
 }
+
+#[test]
+fn a_repeated_stream_continues_the_log_and_the_clock() {
+    let w = |t: u64, off: u64| Ok((Nanos(t), off, 8192));
+    let s = from_writes([w(0, 0), w(100, 8192)], 8192, "t".into()).unwrap();
+    let r = s.clone().repeated(3);
+    assert_eq!(r.records.len(), 6);
+    assert_eq!(r.log_bytes(), 3 * s.log_bytes());
+    // Period: the span (100) plus one mean inter-arrival (50).
+    let at: Vec<u64> = r.records.iter().map(|x| x.at.0).collect();
+    assert_eq!(at, vec![0, 100, 150, 250, 300, 400]);
+    assert_eq!(r.updates(&r.records[4]), &[0]);
+    assert_eq!(r.updates(&r.records[5]), &[1]);
+    assert_eq!(s.clone().repeated(1).records, s.records);
+}
