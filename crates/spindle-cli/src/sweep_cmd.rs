@@ -223,22 +223,73 @@ fn to_table(sweep: &Sweep, reports: &[Report]) -> String {
         "IOPS", "MB/s", "mean ms", "p50", "p95", "p99", "util", "seek", "rot"
     ));
     let flagged = reports.iter().any(|r| r.saturated || !r.sustainable);
+    let energy = reports.iter().any(|r| r.energy.is_some());
+    let dr = reports.iter().any(|r| r.dr.is_some());
+    if energy {
+        header.push(format!(
+            "{:>12} {:>8} {:>9}",
+            "energy J", "mean W", "ups/day"
+        ));
+    }
+    if dr {
+        header.push(format!(
+            "{:>7} {:>8} {:>8} {:>9} {:>9}",
+            "saving", "imm W", "R_apl/g", "batch s", "worst s"
+        ));
+    }
     let _ = writeln!(s, "{}", header.join("  "));
     for (row, r) in rows.iter().zip(reports) {
         let [iops, mb, mean, p50, p95, p99, util, seek, rot] = headline(r);
         let mut cells: Vec<String> = row.iter().zip(&widths).map(|(v, &w)| pad(v, w)).collect();
         cells.push(format!(
-            "{iops:>10.1} {mb:>8.3} {mean:>9.3} {p50:>9.3} {p95:>9.3} {p99:>9.3} {:>5.1}% {seek:>7.3} {rot:>7.3}{}",
+            "{iops:>10.1} {mb:>8.3} {mean:>9.3} {p50:>9.3} {p95:>9.3} {p99:>9.3} {:>5.1}% {seek:>7.3} {rot:>7.3}",
             100.0 * util,
-            r.flags()
         ));
-        let _ = writeln!(s, "{}", cells.join("  "));
+        if energy {
+            cells.push(match &r.energy {
+                Some(e) => format!(
+                    "{:>12.1} {:>8.2} {:>9.1}",
+                    e.total_j, e.mean_w, e.spin_ups_per_day
+                ),
+                None => format!("{:>12} {:>8} {:>9}", "-", "-", "-"),
+            });
+        }
+        if dr {
+            cells.push(match &r.dr {
+                Some(d) => format!(
+                    "{:>6.1}% {:>8.2} {:>8.1} {:>9} {:>9.2}",
+                    100.0 * d.energy.saving,
+                    d.energy.immediate_mean_w,
+                    d.acceleration,
+                    d.mean_batch_interval_s
+                        .map_or("-".to_string(), |v| format!("{v:.0}")),
+                    d.worst_recovery_s
+                ),
+                None => format!("{:>7} {:>8} {:>8} {:>9} {:>9}", "-", "-", "-", "-", "-"),
+            });
+        }
+        let _ = writeln!(s, "{}{}", cells.join("  "), r.flags());
     }
     let _ = writeln!(
         s,
         "(latency in ms over each point's measured requests; util = mean disk utilisation; \
          seek, rot = mean ms per request)"
     );
+    if energy {
+        let _ = writeln!(
+            s,
+            "(energy over each point's window, all disks; mean W = energy / window; ups/day = \
+             spin-ups per day of the window — docs/power.md)"
+        );
+    }
+    if dr {
+        let _ = writeln!(
+            s,
+            "(DR secondary: saving = 1 - deferred / immediate mean power of the data volume; \
+             imm W = the immediate secondary's; R_apl/g = R_apl / R_gen; batch s = mean batch \
+             interval; worst s = worst recovery time — docs/dr.md)"
+        );
+    }
     if flagged {
         let _ = writeln!(
             s,
@@ -254,6 +305,14 @@ fn to_csv(sweep: &Sweep, reports: &[Report]) -> String {
     let mut header: Vec<String> = sweep.axes.iter().map(|a| csv_field(&a.name)).collect();
     header.extend(HEADLINE_FIELDS.iter().map(|f| f.to_string()));
     header.extend(STATE_FIELDS.iter().map(|f| f.to_string()));
+    let energy = reports.iter().any(|r| r.energy.is_some());
+    let dr = reports.iter().any(|r| r.dr.is_some());
+    if energy {
+        header.extend(ENERGY_FIELDS.iter().map(|f| f.to_string()));
+    }
+    if dr {
+        header.extend(DR_FIELDS.iter().map(|f| f.to_string()));
+    }
     let mut s = header.join(",") + "\n";
     for (i, r) in reports.iter().enumerate() {
         let mut cells: Vec<String> = sweep
@@ -277,6 +336,19 @@ fn to_csv(sweep: &Sweep, reports: &[Report]) -> String {
             r.saturated.to_string(),
             r.sustainable.to_string(),
         ]);
+        let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.6}"));
+        if energy {
+            let e = r.energy.as_ref();
+            cells.extend([
+                opt(e.map(|e| e.total_j)),
+                opt(e.map(|e| e.mean_w)),
+                e.map_or(String::new(), |e| e.spin_ups.to_string()),
+                opt(e.map(|e| e.spin_ups_per_day)),
+            ]);
+        }
+        if dr {
+            cells.extend(dr_values(r).into_iter().map(opt));
+        }
         let _ = writeln!(s, "{}", cells.join(","));
     }
     s
@@ -310,6 +382,23 @@ fn to_json_lines(sweep: &Sweep, reports: &[Report]) -> String {
         for (name, v) in STATE_FIELDS.iter().zip(state) {
             fields.push(format!("{}:{v}", json_string(name)));
         }
+        if let Some(e) = &r.energy {
+            let e = serde_json::to_string(e).unwrap_or_else(|_| "null".into());
+            fields.push(format!("\"energy\":{e}"));
+        }
+        if r.dr.is_some() {
+            let dr: serde_json::Map<String, serde_json::Value> = DR_FIELDS
+                .iter()
+                .zip(dr_values(r))
+                .map(|(k, v)| {
+                    (
+                        k.trim_start_matches("dr_").to_string(),
+                        serde_json::json!(v),
+                    )
+                })
+                .collect();
+            fields.push(format!("\"dr\":{}", serde_json::Value::Object(dr)));
+        }
         // A controller with a write cache (parity arrays): the report's cache fields too.
         if let Some(c) = &r.cache {
             let c = serde_json::to_string(c).unwrap_or_else(|_| "null".into());
@@ -324,6 +413,42 @@ fn to_json_lines(sweep: &Sweep, reports: &[Report]) -> String {
         let _ = writeln!(s, "{{{}}}", fields.join(","));
     }
     s
+}
+
+/// CSV columns of a point's energy (when a drive has power data; docs/power.md).
+const ENERGY_FIELDS: [&str; 4] = ["energy_j", "mean_w", "spin_ups", "spin_ups_per_day"];
+
+/// CSV columns of a DR secondary's point (docs/dr.md); JSON `dr` has them without `dr_`.
+const DR_FIELDS: [&str; 10] = [
+    "dr_saving",
+    "dr_deferred_mean_w",
+    "dr_immediate_mean_w",
+    "dr_rapl_mb_s",
+    "dr_acceleration",
+    "dr_batch_interval_s",
+    "dr_closed_form_interval_s",
+    "dr_worst_recovery_s",
+    "dr_spin_ups_per_day",
+    "dr_folded_share",
+];
+
+/// A DR point's values in [`DR_FIELDS`] order (all None for other points).
+fn dr_values(r: &Report) -> [Option<f64>; 10] {
+    let Some(d) = &r.dr else {
+        return [None; 10];
+    };
+    [
+        Some(d.energy.saving),
+        Some(d.energy.deferred_mean_w),
+        Some(d.energy.immediate_mean_w),
+        Some(d.rapl_mb_s).filter(|v| v.is_finite()),
+        Some(d.acceleration).filter(|v| v.is_finite()),
+        d.mean_batch_interval_s,
+        d.closed_form.as_ref().map(|c| c.batch_interval_s),
+        Some(d.worst_recovery_s),
+        Some(d.spin_ups_per_day),
+        Some(d.folded_share),
+    ]
 }
 
 fn json_string(s: &str) -> String {

@@ -49,6 +49,17 @@ pub struct VolumePower {
     pub penalties: Penalties,
 }
 
+/// Why a DR secondary cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum DrError {
+    /// The RTO cannot be kept with this window, drive or stream.
+    #[error(transparent)]
+    Infeasible(#[from] plan::Infeasible),
+    /// The stream or the data volume is unusable.
+    #[error("{0}")]
+    Input(String),
+}
+
 /// The deferred secondary on `stream`: the report of the application run (every window
 /// back to back) with [`DrReport`] in `dr`, and the conventional secondary's report.
 /// `volume` builds the data volume afresh (it is built twice).
@@ -58,28 +69,28 @@ pub fn run(
     volume: &mut dyn FnMut() -> Result<Box<dyn Engine>, String>,
     power: VolumePower,
     progress: &mut dyn FnMut(u64, Option<u64>),
-) -> Result<(Report, Report), String> {
+) -> Result<(Report, Report), DrError> {
     if stream.records.is_empty() {
-        return Err("the update stream has no records".into());
+        return Err(DrError::Input("the update stream has no records".into()));
     }
-    let engine = volume()?;
+    let engine = volume().map_err(DrError::Input)?;
     let sector_bytes = engine.sector_bytes();
     if stream.page_bytes % sector_bytes != 0 {
-        return Err(format!(
+        return Err(DrError::Input(format!(
             "pages of {} bytes are not whole sectors of {sector_bytes} bytes",
             stream.page_bytes
-        ));
+        )));
     }
     let spp = u64::from(stream.page_bytes / sector_bytes);
     let need = stream.data_pages * spp;
     if need > engine.capacity_sectors() {
-        return Err(format!(
+        return Err(DrError::Input(format!(
             "the stream updates {} pages of {} bytes ({:.1} MB), more than the data volume's {:.1} MB",
             stream.data_pages,
             stream.page_bytes,
             (stream.data_pages * u64::from(stream.page_bytes)) as f64 / 1e6,
             (engine.capacity_sectors() * u64::from(sector_bytes)) as f64 / 1e6
-        ));
+        )));
     }
     let windows = Windows::cut(stream, cfg.window_bytes);
     // The application run: every window's compacted writes, back to back.
@@ -111,7 +122,7 @@ pub fn run(
         progress,
         &mut |c| done[c.id as usize] = c.done,
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| DrError::Input(e.to_string()))?;
     // a_k: from the previous window's last completion to this one's.
     let mut cost = Vec::with_capacity(windows.len());
     let (mut at, mut prev) = (0usize, Nanos::ZERO);
@@ -130,8 +141,7 @@ pub fn run(
         cfg.rto,
         power.penalties,
         &power.draw,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
 
     // The conventional secondary: every update written as it arrives.
     let spp32 = u32::try_from(spp).expect("a page fits u32 sectors");
@@ -151,7 +161,7 @@ pub fn run(
         })
     });
     let immediate = sim::run(
-        volume()?,
+        volume().map_err(DrError::Input)?,
         Workload::Timed {
             arrivals: Box::new(arrivals),
             requests: Some(stream.pages.len() as u64),
@@ -160,7 +170,7 @@ pub fn run(
         Window::default(),
         &mut |_, _| {},
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| DrError::Input(e.to_string()))?;
 
     // The deferred volume's energy over [0, end], disk by disk, from its timeline.
     let state = |s: State| plan::state_ns(&tl.phases, s);
