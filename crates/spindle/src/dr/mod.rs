@@ -49,6 +49,10 @@ pub struct VolumePower {
     pub penalties: Penalties,
 }
 
+/// A window still filling is charged the application time of the smallest of its first
+/// `STAGES`-ths (by log bytes) that holds what it has received.
+pub const STAGES: usize = 8;
+
 /// Why a DR secondary cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum DrError {
@@ -93,22 +97,36 @@ pub fn run(
         )));
     }
     let windows = Windows::cut(stream, cfg.window_bytes);
-    // The application run: every window's compacted writes, back to back.
-    let mut per_window = Vec::with_capacity(windows.len());
+    // The application run: every window's compacted writes, back to back; then every
+    // window's first eighths, each compacted alone (the charge of a window still filling).
+    let to_requests = |pages: &[u64], out: &mut Vec<ReplayRequest>| -> usize {
+        let runs = window::runs(pages, cfg.max_write_pages);
+        let n = runs.len();
+        out.extend(runs.into_iter().map(|(p, n)| ReplayRequest {
+            op: Op::Write,
+            lba: p * spp,
+            sectors: u32::try_from(u64::from(n) * spp).expect("a write fits u32 sectors"),
+            think: Span::ZERO,
+        }));
+        n
+    };
+    let mut groups = Vec::with_capacity(windows.len() * STAGES);
     let mut requests: Vec<ReplayRequest> = Vec::new();
     let (mut updates, mut folded) = (0u64, 0u64);
     for k in 0..windows.len() {
         let pages = windows.compacted(stream, k);
         updates += windows.updates(stream, k) as u64;
         folded += pages.len() as u64;
-        let runs = window::runs(&pages, cfg.max_write_pages);
-        per_window.push(runs.len());
-        requests.extend(runs.into_iter().map(|(p, n)| ReplayRequest {
-            op: Op::Write,
-            lba: p * spp,
-            sectors: u32::try_from(u64::from(n) * spp).expect("a write fits u32 sectors"),
-            think: Span::ZERO,
-        }));
+        groups.push(to_requests(&pages, &mut requests));
+    }
+    let stage_bounds: Vec<Vec<usize>> = (0..windows.len())
+        .map(|k| windows.stage_ends(stream, k, STAGES))
+        .collect();
+    for (k, ends) in stage_bounds.iter().enumerate() {
+        for &e in &ends[..STAGES - 1] {
+            let pages = windows.compacted_prefix(stream, k, e);
+            groups.push(to_requests(&pages, &mut requests));
+        }
     }
     let count = requests.len() as u64;
     let mut done: Vec<Nanos> = vec![Nanos::ZERO; requests.len()];
@@ -123,20 +141,55 @@ pub fn run(
         &mut |c| done[c.id as usize] = c.done,
     )
     .map_err(|e| DrError::Input(e.to_string()))?;
-    // a_k: from the previous window's last completion to this one's.
-    let mut cost = Vec::with_capacity(windows.len());
+    // A group's time: from the previous group's last completion to its own.
+    let mut times = Vec::with_capacity(groups.len());
     let (mut at, mut prev) = (0usize, Nanos::ZERO);
-    for &n in &per_window {
+    for &n in &groups {
         at += n;
         let end = if n == 0 { prev } else { done[at - 1] };
-        cost.push(Span(end.0 - prev.0));
+        times.push(Span(end.0 - prev.0));
         prev = end;
+    }
+    let (cost, prefix_times) = times.split_at(windows.len());
+    // The filling window's charge: stage s of window k (from when its log passes s - 1
+    // eighths) costs what its first s eighths cost; charges never fall within a window.
+    let mut filling: Vec<(Nanos, Span)> = Vec::with_capacity(windows.len() * STAGES);
+    for k in 0..windows.len() {
+        let opened = if k == 0 {
+            Nanos::ZERO
+        } else {
+            windows.complete_at[k - 1]
+        };
+        let mut charge = Span::ZERO;
+        for s in 0..STAGES {
+            let t = if s == 0 {
+                opened
+            } else {
+                match windows.stage_start(stream, k, stage_bounds[k][s - 1]) {
+                    Some(t) => t.max(opened),
+                    None => break,
+                }
+            };
+            let c = if s + 1 == STAGES {
+                cost[k]
+            } else {
+                prefix_times[k * (STAGES - 1) + s]
+            };
+            charge = charge.max(c);
+            filling.push((t, charge));
+        }
+    }
+    if let Some(&last) = windows.complete_at.last() {
+        if windows.complete_at.len() == windows.len() {
+            filling.push((last, Span::ZERO));
+        }
     }
     let end = stream.duration();
     let busy: Vec<f64> = apply_report.disks.iter().map(|d| d.utilization).collect();
     let tl = plan::plan(
         &windows.complete_at,
-        &cost,
+        &filling,
+        cost,
         end,
         cfg.rto,
         power.penalties,

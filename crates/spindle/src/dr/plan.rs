@@ -4,13 +4,16 @@
 //! **Recovery time.** Were the primary lost at `t`, the secondary must get its data volume
 //! spinning (the rest of a spin-down, then a spin-up; nothing if it spins) and apply every
 //! byte of log not yet applied, window by window, as the applier does. A window's
-//! application time `a_k` is measured (simulated) beforehand; the window still filling is
-//! charged its whole window's time (its pages are a subset of the full window's, so its
-//! sorted application is no longer). So the recovery time at `t` is bounded by
-//! `transition(t) + A(t)` with `A(t) = Σ a_j` over the unapplied windows up to the one
-//! filling, minus the progress on the window being applied. It only jumps up when a window
-//! completes, and falls or stays level in between, so its maximum is reached at the events
-//! the planner walks: that maximum is the **worst recovery time**, reported per batch.
+//! application time `a_k` is measured (simulated) beforehand, and so is the time of each
+//! of its first eighths (prefixes of its log): the window still filling is charged the
+//! time of the smallest prefix that holds what it has received (its pages are a subset of
+//! that prefix's, so their sorted application is no longer; the planner takes this
+//! monotonicity as given). So the recovery time at `t` is bounded by `transition(t) + A(t)`
+//! with `A(t) = Σ a_j` over the complete, unapplied windows, minus the progress on the one
+//! being applied, plus the filling window's charge `F(t)`, a step function ([`plan`]'s
+//! `filling`). `A` only jumps up at a step, and falls or stays level in between, so its
+//! maximum is reached at the events the planner walks: that maximum is the **worst
+//! recovery time**, reported per batch.
 //!
 //! **The plan** is greedy: whenever the applier has caught up, the volume spins down if
 //! some later spin-up keeps the bound within the RTO through the spin-down, the standby, the
@@ -107,6 +110,9 @@ pub enum Infeasible {
 /// The plan's walk over the windows (see the module's documentation).
 struct Walk<'a> {
     complete_at: &'a [Nanos],
+    /// The filling window's charge from each time on (ascending; a later entry at the same
+    /// time overrides).
+    filling: &'a [(Nanos, Span)],
     cost: &'a [Span],
     /// `prefix[k]` = Σ cost[..k].
     prefix: Vec<u64>,
@@ -136,24 +142,31 @@ impl Walk<'_> {
         self.complete_at.partition_point(|&c| c <= t)
     }
 
-    /// `A(t)`: the application time of everything unapplied at `t` (windows `applied..`,
-    /// the one filling included), less `progress` on window `applied`.
+    /// `A(t)`: the application time of everything unapplied at `t` (the complete windows
+    /// from `applied` on, less `progress` on window `applied`, and the filling window's
+    /// charge).
     fn backlog(&self, t: Nanos, applied: usize, progress: u64) -> u64 {
-        let last = self.complete(t).min(self.cost.len() - 1);
-        if applied > last {
-            return 0;
-        }
-        self.prefix[last + 1] - self.prefix[applied] - progress
+        let complete = self.complete(t);
+        let filling = match self.filling.partition_point(|&(at, _)| at <= t) {
+            0 => 0,
+            i => self.filling[i - 1].1 .0,
+        };
+        debug_assert!(applied <= complete);
+        self.prefix[complete] - self.prefix[applied] - progress + filling
     }
 
-    /// Completions in `(from, to]` that happen before the run's end.
+    /// The instants in `(from, to]`, before the run's end, at which `A` may jump: window
+    /// completions and the filling window's steps.
     fn completions(&self, from: Nanos, to: Nanos) -> impl Iterator<Item = Nanos> + '_ {
         let to = to.min(self.end);
-        let i = self.complete_at.partition_point(|&c| c <= from);
-        self.complete_at[i..]
-            .iter()
-            .copied()
-            .take_while(move |&c| c <= to)
+        let i = self.filling.partition_point(|&(c, _)| c <= from);
+        let j = self.complete_at.partition_point(|&c| c <= from);
+        let steps = self.filling[i..].iter().map(|&(c, _)| c);
+        let done = self.complete_at[j..].iter().copied();
+        let mut all: Vec<Nanos> = steps.chain(done).filter(|&c| c <= to).collect();
+        all.sort_unstable();
+        all.dedup();
+        all.into_iter()
     }
 
     /// Applies every complete window from `applied` on, starting at `t` with the volume
@@ -296,9 +309,12 @@ pub fn state_ns(phases: &[Phase], state: State) -> u64 {
 
 /// Plans the secondary's data volume over `[0, end]`: windows complete at `complete_at`
 /// (ascending; one fewer than `cost` when the last is still filling at the end) and take
-/// `cost` to apply. The volume spins at 0 with nothing applied.
+/// `cost` to apply; `filling` is the charge of the window filling, as a step function of
+/// time (`(from, charge)`, ascending; a later entry at the same instant overrides; zero
+/// before the first). The volume spins at 0 with nothing applied.
 pub fn plan(
     complete_at: &[Nanos],
+    filling: &[(Nanos, Span)],
     cost: &[Span],
     end: Nanos,
     rto: Span,
@@ -307,6 +323,7 @@ pub fn plan(
 ) -> Result<Timeline, Infeasible> {
     assert!(!cost.is_empty(), "a stream has at least one window");
     assert!(complete_at.len() <= cost.len() && complete_at.is_sorted());
+    assert!(filling.is_sorted_by_key(|&(t, _)| t));
     let s = |x: Span| x.0 as f64 / 1e9;
     if let Some((k, a)) = cost.iter().enumerate().find(|(_, a)| **a > rto) {
         return Err(Infeasible::WindowTooSlow {
@@ -329,6 +346,7 @@ pub fn plan(
     }
     let walk = Walk {
         complete_at,
+        filling,
         cost,
         prefix,
         rto: rto.0,

@@ -66,6 +66,36 @@ impl Windows {
         pages
     }
 
+    /// Window `k`'s records up to `end` (an index into the stream's records), compacted.
+    pub fn compacted_prefix(&self, stream: &Stream, k: usize, end: usize) -> Vec<u64> {
+        let mut pages: Vec<u64> = stream.records[self.bounds[k]..end]
+            .iter()
+            .flat_map(|r| stream.updates(r).iter().copied())
+            .collect();
+        pages.sort_unstable();
+        pages.dedup();
+        pages
+    }
+
+    /// Where window `k`'s first `s / stages` of log end, for s = 1..=stages: the index of the
+    /// first record past `k·W + s·W/stages` (its records up to there are that prefix).
+    pub fn stage_ends(&self, stream: &Stream, k: usize, stages: usize) -> Vec<usize> {
+        let recs = &stream.records[self.bounds[k]..self.bounds[k + 1]];
+        let base = k as u64 * self.window_bytes;
+        (1..=stages as u64)
+            .map(|s| {
+                let edge = base + self.window_bytes * s / stages as u64;
+                self.bounds[k] + recs.partition_point(|r| r.lsn_end <= edge)
+            })
+            .collect()
+    }
+
+    /// When window `k`'s log first passes a stage's end `end` (from [`Windows::stage_ends`]):
+    /// the arrival of record `end`, if it is in the window.
+    pub fn stage_start(&self, stream: &Stream, k: usize, end: usize) -> Option<Nanos> {
+        (end < self.bounds[k + 1]).then(|| stream.records[end].at)
+    }
+
     /// Page updates in window `k` before folding.
     pub fn updates(&self, stream: &Stream, k: usize) -> usize {
         stream.records[self.bounds[k]..self.bounds[k + 1]]
@@ -138,6 +168,30 @@ mod tests {
         assert_eq!(w.bounds, vec![0, 1, 1, 1, 2]);
         assert_eq!(w.complete_at.len(), 3);
         assert!(w.compacted(&s, 1).is_empty());
+    }
+
+    #[test]
+    fn stages_are_prefixes_of_the_windows_log() {
+        // Records ending at 30, 60, 90, 120, 150, 180, 210; windows of 100 bytes.
+        let s = stream(&[
+            (30, &[7]),
+            (30, &[3]),
+            (30, &[7]),
+            (30, &[1]),
+            (30, &[2]),
+            (30, &[5]),
+            (30, &[4]),
+        ]);
+        let w = Windows::cut(&s, 100);
+        assert_eq!(w.bounds, vec![0, 3, 6, 7]);
+        // Window 0 in quarters (edges 25, 50, 75, 100): first record past each edge.
+        assert_eq!(w.stage_ends(&s, 0, 4), vec![0, 1, 2, 3]);
+        assert_eq!(w.compacted_prefix(&s, 0, 2), vec![3, 7]);
+        assert_eq!(w.compacted_prefix(&s, 0, 3), vec![3, 7], "folded");
+        // Window 1 (edges 125, 150, 175, 200): records 3 (120), 4 (150), 5 (180).
+        assert_eq!(w.stage_ends(&s, 1, 4), vec![4, 5, 5, 6]);
+        assert_eq!(w.stage_start(&s, 1, 4), Some(Nanos(4_000_000_000)));
+        assert_eq!(w.stage_start(&s, 1, 6), None, "past the window");
     }
 
     #[test]

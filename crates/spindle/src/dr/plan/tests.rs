@@ -23,12 +23,22 @@ fn draw() -> Draw {
     }
 }
 
+/// The filling window charged its whole window's time: from each completion (and from 0),
+/// the next window's cost.
+fn whole(complete_at: &[Nanos], cost: &[Span]) -> Vec<(Nanos, Span)> {
+    std::iter::once(Nanos::ZERO)
+        .chain(complete_at.iter().copied())
+        .zip(cost.iter().copied().chain(std::iter::repeat(Span::ZERO)))
+        .collect()
+}
+
 /// The recovery time at `t`, worked out from the timeline's phases alone (not the planner's
 /// walk): the applier's work done by `t` is the applying time before `t` (it applies the
 /// windows in order, back to back), the transition from the phase `t` is in.
 fn recovery_at(
     tl: &Timeline,
     complete_at: &[Nanos],
+    filling: &[(Nanos, Span)],
     cost: &[Span],
     p: &Penalties,
     t: Nanos,
@@ -52,14 +62,27 @@ fn recovery_at(
             };
         }
     }
-    let k = complete_at.partition_point(|&c| c <= t).min(cost.len() - 1);
-    let total: u64 = cost[..=k].iter().map(|a| a.0).sum();
-    trans + total.saturating_sub(applied_ns)
+    let k = complete_at.partition_point(|&c| c <= t);
+    let total: u64 = cost[..k].iter().map(|a| a.0).sum();
+    let charge = filling
+        .iter()
+        .rev()
+        .find(|(at, _)| *at <= t)
+        .map_or(0, |(_, c)| c.0);
+    assert!(applied_ns <= total, "applied more than was complete at {t}");
+    trans + total - applied_ns + charge
 }
 
 /// Checks a timeline against the windows: phases tile [0, end], no window is applied before
 /// it is complete, and the recovery time stays within `rto` at every event and between.
-fn check(tl: &Timeline, complete_at: &[Nanos], cost: &[Span], p: &Penalties, rto: Span) {
+fn check(
+    tl: &Timeline,
+    complete_at: &[Nanos],
+    filling: &[(Nanos, Span)],
+    cost: &[Span],
+    p: &Penalties,
+    rto: Span,
+) {
     let mut t = Nanos::ZERO;
     for ph in &tl.phases {
         assert_eq!(ph.start, t, "phases tile the run: {:?}", tl.phases);
@@ -92,13 +115,17 @@ fn check(tl: &Timeline, complete_at: &[Nanos], cost: &[Span], p: &Penalties, rto
     for ph in &tl.phases {
         probes.extend([ph.start, Nanos(ph.end.0 - 1)]);
     }
-    for &c in complete_at {
+    for c in complete_at
+        .iter()
+        .copied()
+        .chain(filling.iter().map(|f| f.0))
+    {
         probes.extend([c, Nanos(c.0.saturating_sub(1)), c + Span(1)]);
     }
     let step = (tl.end.0 / 500).max(1);
     probes.extend((0..tl.end.0).step_by(step as usize).map(Nanos));
     for t in probes.into_iter().filter(|&t| t < tl.end) {
-        let r = recovery_at(tl, complete_at, cost, p, t);
+        let r = recovery_at(tl, complete_at, filling, cost, p, t);
         assert!(
             r <= rto.0,
             "recovery {} s at {} s exceeds the RTO {} s",
@@ -123,8 +150,9 @@ fn constant_rates_give_the_papers_batch_interval() {
     let cost = vec![Span(S / 2); n as usize + 1];
     let end = Nanos((n * 10 + 5) * S);
     let (rto, p) = (Span(100 * S), pen(26, 15));
-    let tl = plan(&complete_at, &cost, end, rto, p, &draw()).unwrap();
-    check(&tl, &complete_at, &cost, &p, rto);
+    let filling = whole(&complete_at, &cost);
+    let tl = plan(&complete_at, &filling, &cost, end, rto, p, &draw()).unwrap();
+    check(&tl, &complete_at, &filling, &cost, &p, rto);
     let starts: Vec<f64> = tl
         .batches
         .iter()
@@ -154,6 +182,7 @@ fn rto_below_the_penalties_is_refused() {
     let cost = vec![Span(S); 2];
     let err = plan(
         &complete_at,
+        &whole(&complete_at, &cost),
         &cost,
         Nanos(20 * S),
         Span(30 * S),
@@ -173,6 +202,7 @@ fn a_window_slower_than_the_rto_is_refused() {
     let cost = vec![Span(S), Span(120 * S)];
     let err = plan(
         &complete_at,
+        &whole(&complete_at, &cost),
         &cost,
         Nanos(20 * S),
         Span(100 * S),
@@ -193,6 +223,7 @@ fn a_stream_faster_than_the_applier_is_refused() {
     let cost = vec![Span(2 * S); 201];
     let err = plan(
         &complete_at,
+        &whole(&complete_at, &cost),
         &cost,
         Nanos(201 * S),
         Span(100 * S),
@@ -208,7 +239,16 @@ fn energy_of_a_sleeping_volume_is_exact() {
     // No window completes: the volume spins down at once and sleeps to the end.
     let end = Nanos(30 * 86_400 * S);
     let p = pen(26, 15);
-    let tl = plan(&[], &[Span(S)], end, Span(100 * S), p, &draw()).unwrap();
+    let tl = plan(
+        &[],
+        &[(Nanos::ZERO, Span(S))],
+        &[Span(S)],
+        end,
+        Span(100 * S),
+        p,
+        &draw(),
+    )
+    .unwrap();
     assert_eq!(tl.spin_ups, 0);
     assert_eq!(
         tl.phases,
@@ -244,6 +284,8 @@ proptest! {
         up_s in 0u64..40,
         down_s in 0u64..20,
         tail_s in 0u64..3_000,
+        staged in any::<bool>(),
+        stage_share in prop::collection::vec((0u64..100, 1u64..100), 81),
     ) {
         let mut t = 0;
         let complete_at: Vec<Nanos> = gaps.iter().map(|g| { t += g * S; Nanos(t) }).collect();
@@ -252,23 +294,46 @@ proptest! {
         let cost: Vec<Span> = costs[..n].iter().map(|&ms| Span(ms * 1_000_000)).collect();
         let end = Nanos(t + tail_s * S + 1);
         let (rto, p) = (Span(rto_s * S), pen(up_s, down_s));
-        match plan(&complete_at, &cost, end, rto, p, &draw()) {
+        // The filling window charged a share of its cost until halfway to its completion,
+        // then all of it (or all of it throughout).
+        let mut filling = whole(&complete_at, &cost);
+        if staged {
+            let mut more = Vec::new();
+            for (k, f) in filling.iter_mut().enumerate() {
+                let (pct, at_pct) = stage_share[k];
+                let next = complete_at.get(k).copied().unwrap_or(end);
+                let full = f.1;
+                f.1 = Span(full.0 * pct / 100);
+                more.push((Nanos(f.0 .0 + (next.0 - f.0 .0) * at_pct / 100), full));
+            }
+            filling.extend(more);
+            filling.sort_by_key(|&(t, _)| t);
+        }
+        match plan(&complete_at, &filling, &cost, end, rto, p, &draw()) {
             Ok(tl) => {
                 prop_assert!(tl.worst_recovery <= rto);
-                check(&tl, &complete_at, &cost, &p, rto);
+                check(&tl, &complete_at, &filling, &cost, &p, rto);
             }
             Err(Infeasible::BelowPenalty { .. }) => prop_assert!(up_s + down_s > rto_s),
             Err(Infeasible::WindowTooSlow { window, .. }) => prop_assert!(cost[window] > rto),
             Err(Infeasible::CannotKeepUp { .. }) => {
                 // Spinning all the time misses the RTO too: an applier that never spins
-                // down, applying each window once it completes, in order. At a completion
-                // c_k the recovery time is the work left of earlier windows, window k's and
-                // the filling window's.
-                let mut free_at = 0u64; // when that applier has applied the windows before k
-                let mut worst = cost[0].0;
-                for (k, &c) in complete_at.iter().enumerate() {
-                    worst = worst.max(free_at.saturating_sub(c.0) + cost[k].0 + cost[k + 1].0);
-                    free_at = free_at.max(c.0) + cost[k].0;
+                // down, applying each window once it completes, in order. At each instant
+                // the bound may jump (a completion, a step of the filling charge), the
+                // recovery time is the work it has left plus the filling window's charge.
+                let mut events: Vec<Nanos> = complete_at.iter().copied()
+                    .chain(filling.iter().map(|f| f.0)).filter(|&t| t <= end).collect();
+                events.sort_unstable();
+                let mut free_at = 0u64; // when the windows completed so far are applied
+                let mut k = 0;
+                let mut worst = 0u64;
+                for t in events {
+                    while k < complete_at.len() && complete_at[k] <= t {
+                        free_at = free_at.max(complete_at[k].0) + cost[k].0;
+                        k += 1;
+                    }
+                    let charge = filling.iter().rev().find(|(at, _)| *at <= t).map_or(0, |f| f.1 .0);
+                    worst = worst.max(free_at.saturating_sub(t.0) + charge);
                 }
                 prop_assert!(worst > rto.0, "refused though spinning keeps {worst} <= {rto:?}");
             }
