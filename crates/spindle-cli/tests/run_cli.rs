@@ -695,3 +695,35 @@ fn run_says_how_fast_it_simulated_unless_quiet() {
     let o = spindle(&["run", &exp, "--quiet"]);
     assert!(!stderr(&o).contains("simulated"), "{}", stderr(&o));
 }
+
+/// A host queue of one (`max_outstanding = 1`) with requests arriving together: each waits
+/// in the host and starts the instant its predecessor completes. The driver once left the
+/// array's answer to a request issued from the host unpolled, so the run ended (a panic)
+/// with requests still waiting, or a disk started late, at the next event.
+#[test]
+fn a_host_queue_of_one_issues_each_request_as_the_last_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.trace");
+    std::fs::write(
+        &trace,
+        "0.0 0 0 16 0\n0.0 0 1000 16 0\n0.0 0 2000 16 0\n5.0 0 3000 16 1\n",
+    )
+    .unwrap();
+    let exp = experiment(
+        dir.path(),
+        &format!(
+            "[drive]\nmodel = \"st39133lwv\"\n[array]\nlayout = \"jbod\"\ndisks = 1\n[workload]\nkind = \"trace\"\n[workload.trace]\npath = \"{}\"\nformat = \"disksim\"\nmax_outstanding = 1\n",
+            trace.display()
+        ),
+    );
+    let o = spindle(&["run", "--quiet", &exp, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["requests"], 4);
+    // One disk, one request at a time, each issued at its predecessor's completion: the
+    // disk is never idle while requests wait, so it is busy from the first arrival to
+    // the last completion.
+    let util = v["disks"][0]["utilization"].as_f64().unwrap();
+    assert!(util > 0.999, "the disk idled while requests waited: {util}");
+    assert!(v["breakdown_ms"]["host_wait"].as_f64().unwrap() > 0.0);
+}

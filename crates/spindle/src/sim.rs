@@ -365,10 +365,17 @@ pub fn run_observed(
                 while let Some(c) = events.pump(&mut array) {
                     record!(c);
                 }
-                // A slot freed by a completion goes to the longest-waiting request.
+                // A slot freed by a completion goes to the longest-waiting request; what
+                // the array does with it is polled before anything else happens (its disk
+                // may start now, before the next arrival or completion).
+                let mut from_host = false;
                 while array.outstanding() < limit {
                     let Some(r) = host.pop_front() else { break };
                     issue!(r, now);
+                    from_host = true;
+                }
+                if from_host {
+                    continue;
                 }
                 if (stop_early || events.only_idle_timers(&array))
                     && next.is_none()
