@@ -32,6 +32,10 @@ pub struct DrSpec {
     /// The longest write the applier issues, KiB (a run of consecutive pages is one write).
     #[serde(default = "max_write_kb")]
     pub max_write_kb: u64,
+    /// Writes the applier keeps outstanding (1: a redo applier's, one at a time in sorted
+    /// order; more let a striped data volume apply in parallel).
+    #[serde(default = "one_u32")]
+    pub queue_depth: u32,
     /// Page size for a block-trace stream, bytes (a WAL's pages are PostgreSQL's 8 KiB).
     #[serde(default = "page_bytes")]
     pub page_bytes: u32,
@@ -103,6 +107,12 @@ impl Experiment {
             return Err(self.error("workload.dr.rto_s", format!("{rto} s is beyond any run")));
         }
         let speedup = positive("speedup", d.speedup)?;
+        if d.queue_depth == 0 || d.queue_depth > 65_536 {
+            return Err(self.error(
+                "workload.dr.queue_depth",
+                format!("must be within 1..=65536, got {}", d.queue_depth),
+            ));
+        }
         if d.repeat == 0 || d.repeat > 10_000 {
             return Err(self.error(
                 "workload.dr.repeat",
@@ -207,6 +217,7 @@ impl Experiment {
             window_bytes: c.window_bytes,
             rto: Span((c.rto * 1e9).round() as u64),
             max_write_pages,
+            queue_depth: d.queue_depth as usize,
             sleep_state: c.sleep_state,
         };
         let (layout, scheduler) = (built.layout_label.clone(), built.scheduler_label.clone());

@@ -37,6 +37,8 @@ pub struct DrConfig {
     /// Longest write the applier issues, pages (a run of consecutive pages longer than this
     /// is split).
     pub max_write_pages: u32,
+    /// Writes the applier keeps outstanding (one: a redo applier's).
+    pub queue_depth: usize,
     /// The low-power state the data volume sleeps in, for the report.
     pub sleep_state: String,
 }
@@ -130,18 +132,30 @@ pub fn run(
     }
     let count = requests.len() as u64;
     let mut done: Vec<Nanos> = vec![Nanos::ZERO; requests.len()];
+    // Issued in order, `queue_depth` at a time, the next as soon as one completes.
+    let issued = requests.into_iter().enumerate().map(|(i, r)| {
+        Ok(HostRequest {
+            id: i as u64,
+            op: r.op,
+            lba: r.lba,
+            sectors: r.sectors,
+            arrival: Nanos::ZERO,
+        })
+    });
     let apply_report = sim::run_observed(
         engine,
-        Workload::Replay {
-            requests: Box::new(requests.into_iter().map(Ok)),
-            count: Some(count),
+        Workload::Timed {
+            arrivals: Box::new(issued),
+            requests: Some(count),
+            max_outstanding: Some(cfg.queue_depth),
         },
         Window::default(),
         progress,
         &mut |c| done[c.id as usize] = c.done,
     )
     .map_err(|e| DrError::Input(e.to_string()))?;
-    // A group's time: from the previous group's last completion to its own.
+    // A group's time: from the previous group's last completion to its own (its writes
+    // overlap the previous group's last ones when more than one is outstanding).
     let mut times = Vec::with_capacity(groups.len());
     let (mut at, mut prev) = (0usize, Nanos::ZERO);
     for &n in &groups {

@@ -19,7 +19,7 @@
 //! some later spin-up keeps the bound within the RTO through the spin-down, the standby, the
 //! spin-up and the batch that follows, and if spinning down costs less energy than staying
 //! idle until then; it then sleeps as long as it can (the latest such spin-up among the
-//! instants aligned to window completions). Otherwise it stays spinning and applies each
+//! instants aligned to the steps of `A`, found by binary search, every answer checked). Otherwise it stays spinning and applies each
 //! window as it completes. The paper's closed form (`T_wnd = R_apl² T / ((R_apl − R_gen)
 //! R_gen)`, `T_apl = R_apl T / (R_apl − R_gen)`, with `T` the RTO less the spin-up) is what
 //! this plan comes to at constant rates; the report prints both.
@@ -155,18 +155,18 @@ impl Walk<'_> {
         self.prefix[complete] - self.prefix[applied] - progress + filling
     }
 
-    /// The instants in `(from, to]`, before the run's end, at which `A` may jump: window
-    /// completions and the filling window's steps.
+    /// The instants in `(from, to]`, before the run's end, at which `A` may jump: the
+    /// filling window's steps (every window completion is one: the next window starts
+    /// filling).
     fn completions(&self, from: Nanos, to: Nanos) -> impl Iterator<Item = Nanos> + '_ {
         let to = to.min(self.end);
         let i = self.filling.partition_point(|&(c, _)| c <= from);
-        let j = self.complete_at.partition_point(|&c| c <= from);
-        let steps = self.filling[i..].iter().map(|&(c, _)| c);
-        let done = self.complete_at[j..].iter().copied();
-        let mut all: Vec<Nanos> = steps.chain(done).filter(|&c| c <= to).collect();
-        all.sort_unstable();
-        all.dedup();
-        all.into_iter()
+        let mut last = None;
+        self.filling[i..]
+            .iter()
+            .map(|&(c, _)| c)
+            .take_while(move |&c| c <= to)
+            .filter(move |&c| last.replace(c) != Some(c))
     }
 
     /// Applies every complete window from `applied` on, starting at `t` with the volume
@@ -234,38 +234,58 @@ impl Walk<'_> {
         if d > self.end {
             return None;
         }
+        let mut w = Worst::default();
+        self.down_and_sleep(f, d, applied, &mut w);
+        if w.bound > self.rto {
+            return None;
+        }
+        // The sleep's horizon: the first instant at which sleeping on breaks the RTO.
         let up = self.pen.spin_up.0;
-        // Candidates: now, and each completion after the spin-down, and the instant a
-        // spin-up would end at it; ascending.
         let mut candidates = vec![d];
+        let mut horizon = None;
         for c in self.completions(d, self.end) {
-            if c.0 >= d.0 + up {
-                candidates.push(Nanos(c.0 - up));
+            if up + self.backlog(c, applied, 0) > self.rto {
+                horizon = Some(c);
+                break;
             }
             candidates.push(c);
         }
+        // Nothing to come forces a spin-up: sleep to the end.
+        let Some(h) = horizon else {
+            return Some(None);
+        };
+        // A spin-up may also end at an instant before the horizon (start `up` earlier).
+        let ends: Vec<Nanos> = candidates
+            .iter()
+            .chain([&h])
+            .filter(|c| c.0 >= d.0 + up)
+            .map(|c| Nanos(c.0 - up))
+            .collect();
+        candidates.extend(ends);
+        candidates.retain(|&s| s < h);
         candidates.sort_unstable();
         candidates.dedup();
-        let mut best = None;
-        for s in candidates {
+        // The latest candidate whose spin-up and batch keep the RTO: a binary search, as a
+        // later spin-up only meets more backlog (each answer is checked, so a departure
+        // from that only costs sleep, never the RTO).
+        let feasible = |s: Nanos| {
             let mut w = Worst::default();
-            self.down_and_sleep(f, s, applied, &mut w);
-            if w.bound > self.rto {
-                // Sleeping this long already breaks the RTO; later candidates sleep longer.
-                return best.map(Some);
-            }
             self.up_and_apply(s, applied, &mut w);
-            if w.bound <= self.rto {
-                best = Some(s);
+            w.bound <= self.rto
+        };
+        if !feasible(candidates[0]) {
+            return None;
+        }
+        let (mut lo, mut hi) = (0, candidates.len());
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if feasible(candidates[mid]) {
+                lo = mid;
+            } else {
+                hi = mid;
             }
         }
-        // No completion to come forces a spin-up: sleep to the end if that keeps the RTO.
-        let mut w = Worst::default();
-        self.down_and_sleep(f, Nanos(self.end.0 + 1), applied, &mut w);
-        if w.bound <= self.rto {
-            return Some(None);
-        }
-        best.map(Some)
+        Some(Some(candidates[lo]))
     }
 }
 
@@ -311,7 +331,7 @@ pub fn state_ns(phases: &[Phase], state: State) -> u64 {
 /// (ascending; one fewer than `cost` when the last is still filling at the end) and take
 /// `cost` to apply; `filling` is the charge of the window filling, as a step function of
 /// time (`(from, charge)`, ascending; a later entry at the same instant overrides; zero
-/// before the first). The volume spins at 0 with nothing applied.
+/// before the first; every completion is one of its steps). The volume spins at 0 with nothing applied.
 pub fn plan(
     complete_at: &[Nanos],
     filling: &[(Nanos, Span)],
@@ -324,6 +344,12 @@ pub fn plan(
     assert!(!cost.is_empty(), "a stream has at least one window");
     assert!(complete_at.len() <= cost.len() && complete_at.is_sorted());
     assert!(filling.is_sorted_by_key(|&(t, _)| t));
+    debug_assert!(
+        complete_at
+            .iter()
+            .all(|c| filling.binary_search_by_key(c, |&(t, _)| t).is_ok()),
+        "every completion is a step of the filling charge"
+    );
     let s = |x: Span| x.0 as f64 / 1e9;
     if let Some((k, a)) = cost.iter().enumerate().find(|(_, a)| **a > rto) {
         return Err(Infeasible::WindowTooSlow {
@@ -413,18 +439,24 @@ pub fn plan(
             }
             None => {
                 // Stay spinning until the next window completes, then apply it.
-                let Some(&next) = complete_at.get(walk.complete(t)) else {
+                let idle_until = complete_at
+                    .get(walk.complete(t))
+                    .copied()
+                    .filter(|&next| next <= end);
+                let mut idle_worst = Worst::default();
+                idle_worst.see(t, walk.backlog(t, applied, 0));
+                for c in walk.completions(t, idle_until.unwrap_or(end)) {
+                    if Some(c) != idle_until {
+                        idle_worst.see(c, walk.backlog(c, applied, 0));
+                    }
+                }
+                let Some(next) = idle_until else {
                     phase(&mut tl, State::Idle, t, end);
-                    worst.see(t, walk.backlog(t, applied, 0));
+                    worst.see(idle_worst.at, idle_worst.bound);
                     break;
                 };
-                if next > end {
-                    phase(&mut tl, State::Idle, t, end);
-                    worst.see(t, walk.backlog(t, applied, 0));
-                    break;
-                }
                 phase(&mut tl, State::Idle, t, next);
-                batch_worst.see(t, walk.backlog(t, applied, 0));
+                batch_worst.see(idle_worst.at, idle_worst.bound);
                 let (f, a) = walk.apply(next, applied, &mut batch_worst);
                 phase(&mut tl, State::Applying, next, f);
                 (None, next, f, a)
