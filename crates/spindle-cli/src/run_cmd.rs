@@ -148,6 +148,13 @@ fn run_checked(args: RunArgs, quiet: bool, dr_only: bool) -> anyhow::Result<()> 
         },
     )?;
     bar.finish_and_clear();
+    // A DR secondary that cannot keep its RTO is refused (a sweep shows it as a row).
+    if let Some(i) = report
+        .rows()
+        .find_map(|r| r.dr.as_ref().and_then(|d| d.infeasible.as_ref()))
+    {
+        return Err(exp.error(&i.key, i.reason.clone()).into());
+    }
     let simulated = report.rows().map(|r| r.requests_issued).sum();
     progress::report_speed(quiet, simulated, started.elapsed(), 1);
     for w in report.warnings() {

@@ -255,18 +255,18 @@ fn to_table(sweep: &Sweep, reports: &[Report]) -> String {
             });
         }
         if dr {
-            cells.push(match &r.dr {
-                Some(d) => format!(
-                    "{:>6.1}% {:>8.2} {:>8.1} {:>9} {:>9.2}",
-                    100.0 * d.energy.saving,
-                    d.energy.immediate_mean_w,
-                    d.acceleration,
-                    d.mean_batch_interval_s
-                        .map_or("-".to_string(), |v| format!("{v:.0}")),
-                    d.worst_recovery_s
-                ),
-                None => format!("{:>7} {:>8} {:>8} {:>9} {:>9}", "-", "-", "-", "-", "-"),
-            });
+            let [saving, _, imm, _, acc, interval, _, worst, ..] = dr_values(r);
+            let cell = |v: Option<f64>, scale: f64, digits: usize| {
+                v.map_or("-".to_string(), |v| format!("{:.*}", digits, v * scale))
+            };
+            cells.push(format!(
+                "{:>6}% {:>8} {:>8} {:>9} {:>9}",
+                cell(saving, 100.0, 1),
+                cell(imm, 1.0, 2),
+                cell(acc, 1.0, 1),
+                cell(interval, 1.0, 0),
+                cell(worst, 1.0, 2)
+            ));
         }
         let _ = writeln!(s, "{}{}", cells.join("  "), r.flags());
     }
@@ -397,6 +397,10 @@ fn to_json_lines(sweep: &Sweep, reports: &[Report]) -> String {
                     )
                 })
                 .collect();
+            let mut dr = dr;
+            if let Some(i) = r.dr.as_ref().and_then(|d| d.infeasible.as_ref()) {
+                dr.insert("infeasible".into(), serde_json::json!(i.reason));
+            }
             fields.push(format!("\"dr\":{}", serde_json::Value::Object(dr)));
         }
         // A controller with a write cache (parity arrays): the report's cache fields too.
@@ -432,21 +436,23 @@ const DR_FIELDS: [&str; 10] = [
     "dr_folded_share",
 ];
 
-/// A DR point's values in [`DR_FIELDS`] order (all None for other points).
+/// A DR point's values in [`DR_FIELDS`] order (all None for other points; the plan's None
+/// when the point is infeasible).
 fn dr_values(r: &Report) -> [Option<f64>; 10] {
     let Some(d) = &r.dr else {
         return [None; 10];
     };
+    let p = d.plan.as_ref();
     [
-        Some(d.energy.saving),
-        Some(d.energy.deferred_mean_w),
-        Some(d.energy.immediate_mean_w),
+        p.map(|p| p.energy.saving),
+        p.map(|p| p.energy.deferred_mean_w),
+        Some(d.immediate_mean_w),
         Some(d.rapl_mb_s).filter(|v| v.is_finite()),
         Some(d.acceleration).filter(|v| v.is_finite()),
-        d.mean_batch_interval_s,
+        p.and_then(|p| p.mean_batch_interval_s),
         d.closed_form.as_ref().map(|c| c.batch_interval_s),
-        Some(d.worst_recovery_s),
-        Some(d.spin_ups_per_day),
+        p.map(|p| p.worst_recovery_s),
+        p.map(|p| p.spin_ups_per_day),
         Some(d.folded_share),
     ]
 }

@@ -92,13 +92,14 @@ fn a_block_trace_secondary_keeps_its_rto_and_saves_energy() {
         dr["stream"]
     );
     assert_eq!(dr["stream"]["page_updates"], 300_000);
-    let worst = dr["worst_recovery_s"].as_f64().unwrap();
+    let plan = &dr["plan"];
+    let worst = plan["worst_recovery_s"].as_f64().unwrap();
     assert!(worst <= 100.0, "worst recovery {worst} s within the RTO");
-    let batches = dr["batch_list"].as_array().unwrap();
+    let batches = plan["batch_list"].as_array().unwrap();
     assert!(batches.len() >= 4, "several batches: {}", batches.len());
     // At a steady rate the plan comes to the paper's closed form, give or take the
     // granularity of its decisions: one window's filling time (W / R_gen).
-    let interval = dr["mean_batch_interval_s"].as_f64().unwrap();
+    let interval = plan["mean_batch_interval_s"].as_f64().unwrap();
     let closed = dr["closed_form"]["batch_interval_s"].as_f64().unwrap();
     let fill = dr["window_mb"].as_f64().unwrap() / dr["stream"]["rgen_mb_s"].as_f64().unwrap();
     assert!(
@@ -111,18 +112,19 @@ fn a_block_trace_secondary_keeps_its_rto_and_saves_energy() {
     }
     // The deferred volume sleeps most of the time and draws less than the immediate one,
     // which writes 15 pages/s at random and never sleeps.
-    let e = &dr["energy"];
+    let e = &plan["energy"];
     let saving = e["saving"].as_f64().unwrap();
     assert!(saving > 0.5, "saving {saving}: {e}");
     assert!(
-        dr["state_s"]["sleeping"].as_f64().unwrap() > 5_000.0,
+        plan["state_s"]["sleeping"].as_f64().unwrap() > 5_000.0,
         "{}",
-        dr["state_s"]
+        plan["state_s"]
     );
     // The report's energy fields are the deferred timeline's, over the stream's duration.
     let total = j["energy"]["total_j"].as_f64().unwrap();
     assert!((total - e["deferred_j"].as_f64().unwrap()).abs() < 1e-6 * total);
-    assert_eq!(j["disks"][0]["spin_ups"], dr["spin_ups"]);
+    assert_eq!(j["disks"][0]["spin_ups"], plan["spin_ups"]);
+    assert!(dr.get("infeasible").is_none());
     // The immediate secondary is the compare row.
     assert_eq!(j["compare"][0]["label"], "immediate");
     assert_eq!(j["compare"][0]["saturated"], false);
@@ -176,6 +178,37 @@ fn impossible_secondaries_are_refused_naming_the_key() {
         assert!(e.contains(key) && e.contains(why), "{dr}: {e}");
         assert!(e.contains("dr.toml: line"), "names the file and line: {e}");
     }
+    // In a sweep an infeasible point is a row that says why, not an abort.
+    let exp = experiment(
+        &dir,
+        &trace,
+        "window_mb = 8\nrto_s = 100\n[[axis]]\nkey = \"workload.dr.rto_s\"\nvalues = [30, 100]",
+    );
+    let o = spindle(&["--quiet", "sweep", exp.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<serde_json::Value> = o
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    assert!(
+        rows[0]["dr"]["infeasible"]
+            .as_str()
+            .unwrap()
+            .contains("penalties"),
+        "{}",
+        rows[0]
+    );
+    assert!(rows[0]["dr"]["dr_saving"].is_null() || rows[0]["dr"]["saving"].is_null());
+    assert!(rows[1]["dr"].get("infeasible").is_none(), "{}", rows[1]);
+    assert!(
+        rows[1]["dr"]["saving"].as_f64().unwrap() > 0.0,
+        "{}",
+        rows[1]
+    );
+    let o = spindle(&["--quiet", "sweep", exp.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("INFEASIBLE"));
     // `spindle dr` runs DR experiments only; a drive without power data is refused.
     let o = spindle(&["--quiet", "dr", "../../examples/look_vs_queue.toml"]);
     assert_eq!(o.status.code(), Some(2));

@@ -2,7 +2,7 @@
 //! docs/dr.md) on the experiment's drive and array as its data volume.
 
 use super::{Built, ConfigError, Experiment, OpenTrace, ReadFile};
-use crate::dr::plan::{Draw, Infeasible, Penalties};
+use crate::dr::plan::{Draw, Penalties};
 use crate::dr::{self, stream::Stream, DrConfig, VolumePower};
 use crate::drive::Drive;
 use crate::metrics::Report;
@@ -142,18 +142,6 @@ impl Experiment {
         }
         let (drive, built) = self.build(read_file)?;
         let (power, sleep_state) = self.dr_power(&drive)?;
-        let pen = power.penalties;
-        if (pen.spin_up.0 + pen.spin_down.0) as f64 > rto * 1e9 {
-            return Err(self.error(
-                "workload.dr.rto_s",
-                Infeasible::BelowPenalty {
-                    rto_s: rto,
-                    up_s: pen.spin_up.0 as f64 / 1e9,
-                    down_s: pen.spin_down.0 as f64 / 1e9,
-                }
-                .to_string(),
-            ));
-        }
         let checked = Checked {
             window_bytes: (window_mb * 1e6).round() as u64,
             rto,
@@ -230,16 +218,7 @@ impl Experiment {
                 .map_err(|e| e.to_string()),
         };
         let (mut report, mut immediate) = dr::run(&stream, &cfg, &mut volume, c.power, progress)
-            .map_err(|e| {
-                let key = match &e {
-                    dr::DrError::Infeasible(Infeasible::WindowTooSlow { .. }) => {
-                        "workload.dr.window_mb"
-                    }
-                    dr::DrError::Infeasible(_) => "workload.dr.rto_s",
-                    dr::DrError::Input(_) => "workload.dr",
-                };
-                self.error(key, e.to_string())
-            })?;
+            .map_err(|e| self.error("workload.dr", e.to_string()))?;
         let label = format!(
             "dr: W {} MB, RTO {} s, {}",
             d.window_mb, c.rto, stream.label

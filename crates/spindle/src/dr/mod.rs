@@ -20,7 +20,9 @@ pub mod stream;
 pub mod window;
 
 use crate::engine::{Engine, HostRequest};
-use crate::metrics::dr::{ClosedForm, DrEnergy, DrReport, StreamReport, VolumeSeconds};
+use crate::metrics::dr::{
+    ClosedForm, DrEnergy, DrPlanReport, DrReport, Infeasibility, StreamReport, VolumeSeconds,
+};
 use crate::metrics::Report;
 use crate::sim::{self, ReplayRequest, Window, Workload};
 use crate::{Nanos, Op, Span};
@@ -55,12 +57,10 @@ pub struct VolumePower {
 /// `STAGES`-ths (by log bytes) that holds what it has received.
 pub const STAGES: usize = 8;
 
-/// Why a DR secondary cannot run.
+/// Why a DR secondary cannot run (an RTO it cannot keep is not an error: the report says
+/// so in `dr.infeasible`).
 #[derive(Debug, thiserror::Error)]
 pub enum DrError {
-    /// The RTO cannot be kept with this window, drive or stream.
-    #[error(transparent)]
-    Infeasible(#[from] plan::Infeasible),
     /// The stream or the data volume is unusable.
     #[error("{0}")]
     Input(String),
@@ -200,7 +200,7 @@ pub fn run(
     }
     let end = stream.duration();
     let busy: Vec<f64> = apply_report.disks.iter().map(|d| d.utilization).collect();
-    let tl = plan::plan(
+    let planned = plan::plan(
         &windows.complete_at,
         &filling,
         cost,
@@ -208,7 +208,7 @@ pub fn run(
         cfg.rto,
         power.penalties,
         &power.draw,
-    )?;
+    );
 
     // The conventional secondary: every update written as it arrives.
     let spp32 = u32::try_from(spp).expect("a page fits u32 sectors");
@@ -238,49 +238,8 @@ pub fn run(
         &mut |_, _| {},
     )
     .map_err(|e| DrError::Input(e.to_string()))?;
-
-    // The deferred volume's energy over [0, end], disk by disk, from its timeline.
-    let state = |s: State| plan::state_ns(&tl.phases, s);
-    let applying = state(State::Applying);
-    let mut report = apply_report;
-    let mut deferred_fj = 0u128;
-    for (d, &u) in report.disks.iter_mut().zip(&busy) {
-        let draw = Draw {
-            busy_share: u,
-            ..power.draw
-        };
-        let fj = plan::energy_fj(&tl.phases, &power.penalties, &draw);
-        deferred_fj += fj;
-        let active = ((applying as f64 * u).round() as u64).min(applying);
-        let s = |ns: u64| ns as f64 / 1e9;
-        let sleeping = s(state(State::Sleeping));
-        d.energy_fj = Some(fj);
-        d.energy_j = Some(fj as f64 / 1e15);
-        d.spin_ups = Some(tl.spin_ups);
-        d.state_s = Some(crate::metrics::StateSeconds {
-            active: s(active),
-            idle: s(state(State::Idle) + applying - active),
-            standby: if cfg.sleep_state == "standby" {
-                sleeping
-            } else {
-                0.0
-            },
-            unloaded: if cfg.sleep_state == "unloaded" {
-                sleeping
-            } else {
-                0.0
-            },
-            low_rpm: if cfg.sleep_state == "low_rpm" {
-                sleeping
-            } else {
-                0.0
-            },
-            transition: s(state(State::SpinningUp) + state(State::SpinningDown)),
-        });
-    }
-    report.energy = crate::metrics::EnergyReport::of(&report.disks, Span(end.0));
-    // The conventional secondary's, as its run accounted it (its own spin-down policy).
     let immediate_mean_w = immediate.energy.as_ref().map_or(0.0, |e| e.mean_w);
+
     let secs = |x: u64| x as f64 / 1e9;
     let duration_s = secs(end.0);
     let mb = |b: f64| b / 1e6;
@@ -297,24 +256,32 @@ pub fn run(
         batch_interval_s: rapl * rapl * t / ((rapl - rgen) * rgen),
         apply_s: rapl * t / (rapl - rgen),
     });
-    let starts: Vec<f64> = tl
-        .batches
-        .iter()
-        .filter(|b| b.spin_up_s.is_some())
-        .map(|b| b.apply_from_s)
-        .collect();
-    let mean_batch_interval_s = (starts.len() > 1)
-        .then(|| (starts[starts.len() - 1] - starts[0]) / (starts.len() - 1) as f64);
-    let mean_apply_s = (!tl.batches.is_empty()).then(|| {
-        tl.batches
-            .iter()
-            .map(|b| b.apply_until_s - b.apply_from_s)
-            .sum::<f64>()
-            / tl.batches.len() as f64
-    });
-    let deferred_j = deferred_fj as f64 / 1e15;
-    let deferred_mean_w = deferred_j / duration_s;
-    let state = |s: State| secs(plan::state_ns(&tl.phases, s));
+    let mut report = apply_report;
+    let (plan, infeasible) = match planned {
+        Ok(tl) => {
+            let plan = plan_report(
+                &tl,
+                &mut report,
+                &busy,
+                &power,
+                cfg,
+                immediate_mean_w,
+                &immediate,
+            );
+            (Some(plan), None)
+        }
+        Err(e) => {
+            let key = match e {
+                plan::Infeasible::WindowTooSlow { .. } => "workload.dr.window_mb",
+                _ => "workload.dr.rto_s",
+            };
+            let why = Infeasibility {
+                key: key.to_string(),
+                reason: e.to_string(),
+            };
+            (None, Some(why))
+        }
+    };
     let dr = DrReport {
         stream: StreamReport {
             label: stream.label.clone(),
@@ -338,19 +305,91 @@ pub fn run(
         rapl_mb_s: mb(rapl),
         acceleration: rapl / rgen,
         closed_form,
+        immediate_mean_w,
+        immediate_utilization: immediate.mean_utilization(),
+        immediate_saturated: immediate.saturated,
+        plan,
+        infeasible,
+    };
+    report.dr = Some(Box::new(dr));
+    Ok((report, immediate))
+}
+
+/// The plan's report, and the deferred volume's energy over the stream written into the
+/// application run's `report` (its disks' and its total), disk by disk from the timeline.
+fn plan_report(
+    tl: &plan::Timeline,
+    report: &mut Report,
+    busy: &[f64],
+    power: &VolumePower,
+    cfg: &DrConfig,
+    immediate_mean_w: f64,
+    immediate: &Report,
+) -> DrPlanReport {
+    let end = tl.end;
+    let state = |s: State| plan::state_ns(&tl.phases, s);
+    let applying = state(State::Applying);
+    let mut deferred_fj = 0u128;
+    let s = |ns: u64| ns as f64 / 1e9;
+    for (d, &u) in report.disks.iter_mut().zip(busy) {
+        let draw = Draw {
+            busy_share: u,
+            ..power.draw
+        };
+        let fj = plan::energy_fj(&tl.phases, &power.penalties, &draw);
+        deferred_fj += fj;
+        let active = ((applying as f64 * u).round() as u64).min(applying);
+        let sleeping = s(state(State::Sleeping));
+        let asleep = |name: &str| {
+            if cfg.sleep_state == name {
+                sleeping
+            } else {
+                0.0
+            }
+        };
+        d.energy_fj = Some(fj);
+        d.energy_j = Some(fj as f64 / 1e15);
+        d.spin_ups = Some(tl.spin_ups);
+        d.state_s = Some(crate::metrics::StateSeconds {
+            active: s(active),
+            idle: s(state(State::Idle) + applying - active),
+            standby: asleep("standby"),
+            unloaded: asleep("unloaded"),
+            low_rpm: asleep("low_rpm"),
+            transition: s(state(State::SpinningUp) + state(State::SpinningDown)),
+        });
+    }
+    report.energy = crate::metrics::EnergyReport::of(&report.disks, Span(end.0));
+    let duration_s = s(end.0);
+    let deferred_j = deferred_fj as f64 / 1e15;
+    let deferred_mean_w = deferred_j / duration_s;
+    let starts: Vec<f64> = tl
+        .batches
+        .iter()
+        .filter(|b| b.spin_up_s.is_some())
+        .map(|b| b.apply_from_s)
+        .collect();
+    DrPlanReport {
         batches: tl.batches.len() as u64,
-        mean_batch_interval_s,
-        mean_apply_s,
+        mean_batch_interval_s: (starts.len() > 1)
+            .then(|| (starts[starts.len() - 1] - starts[0]) / (starts.len() - 1) as f64),
+        mean_apply_s: (!tl.batches.is_empty()).then(|| {
+            tl.batches
+                .iter()
+                .map(|b| b.apply_until_s - b.apply_from_s)
+                .sum::<f64>()
+                / tl.batches.len() as f64
+        }),
         spin_ups: tl.spin_ups,
         spin_ups_per_day: tl.spin_ups as f64 * 86_400.0 / duration_s,
-        worst_recovery_s: secs(tl.worst_recovery.0),
-        worst_recovery_at_s: secs(tl.worst_at.0),
+        worst_recovery_s: s(tl.worst_recovery.0),
+        worst_recovery_at_s: s(tl.worst_at.0),
         state_s: VolumeSeconds {
-            idle: state(State::Idle),
-            applying: state(State::Applying),
-            spinning_down: state(State::SpinningDown),
-            sleeping: state(State::Sleeping),
-            spinning_up: state(State::SpinningUp),
+            idle: s(state(State::Idle)),
+            applying: s(applying),
+            spinning_down: s(state(State::SpinningDown)),
+            sleeping: s(state(State::Sleeping)),
+            spinning_up: s(state(State::SpinningUp)),
         },
         energy: DrEnergy {
             deferred_j,
@@ -359,10 +398,6 @@ pub fn run(
             immediate_mean_w,
             saving: 1.0 - deferred_mean_w / immediate_mean_w,
         },
-        immediate_saturated: immediate.saturated,
-        immediate_utilization: immediate.mean_utilization(),
         batch_list: tl.batches.clone(),
-    };
-    report.dr = Some(Box::new(dr));
-    Ok((report, immediate))
+    }
 }

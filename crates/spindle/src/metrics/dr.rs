@@ -65,6 +65,28 @@ pub struct DrReport {
     /// R_apl / R_gen.
     pub acceleration: f64,
     pub closed_form: Option<ClosedForm>,
+    /// The conventional secondary: its data volume's mean power, utilisation, and whether it
+    /// falls behind the stream.
+    pub immediate_mean_w: f64,
+    pub immediate_utilization: f64,
+    pub immediate_saturated: bool,
+    /// The deferred secondary's plan; None when the RTO cannot be kept (`infeasible`).
+    pub plan: Option<DrPlanReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub infeasible: Option<Infeasibility>,
+}
+
+/// Why no plan keeps the RTO: the experiment key to change, and the reason.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Infeasibility {
+    pub key: String,
+    pub reason: String,
+}
+
+/// `report.dr.plan`: the batches, the recovery time they keep, the volume's states and
+/// energy.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DrPlanReport {
     pub batches: u64,
     /// Mean time between the starts of consecutive batches' application.
     pub mean_batch_interval_s: Option<f64>,
@@ -75,9 +97,6 @@ pub struct DrReport {
     pub worst_recovery_at_s: f64,
     pub state_s: VolumeSeconds,
     pub energy: DrEnergy,
-    /// The conventional secondary could not keep up with the stream.
-    pub immediate_saturated: bool,
-    pub immediate_utilization: f64,
     pub batch_list: Vec<BatchReport>,
 }
 
@@ -131,28 +150,37 @@ impl DrReport {
                 let _ = writeln!(s, "; no closed form (R_apl <= R_gen or RTO <= spin-up)");
             }
         }
+        let Some(p) = &self.plan else {
+            let why = self.infeasible.as_ref().map_or("", |i| i.reason.as_str());
+            let _ = writeln!(
+                s,
+                "  INFEASIBLE: {why} (the immediate secondary draws {:.2} W)",
+                self.immediate_mean_w
+            );
+            return s;
+        };
         let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1} s"));
         let _ = writeln!(
             s,
             "  plan: {} batches, mean interval {}, mean application {}; {} spin-ups ({:.1} per day)",
-            self.batches,
-            opt(self.mean_batch_interval_s),
-            opt(self.mean_apply_s),
-            self.spin_ups,
-            self.spin_ups_per_day
+            p.batches,
+            opt(p.mean_batch_interval_s),
+            opt(p.mean_apply_s),
+            p.spin_ups,
+            p.spin_ups_per_day
         );
         let _ = writeln!(
             s,
             "  worst recovery time {:.2} s (RTO {} s), at {:.1} s",
-            self.worst_recovery_s, self.rto_s, self.worst_recovery_at_s
+            p.worst_recovery_s, self.rto_s, p.worst_recovery_at_s
         );
-        let t = &self.state_s;
+        let t = &p.state_s;
         let _ = writeln!(
             s,
             "  data volume: applying {:.1} s, idle {:.1} s, {} {:.1} s, spinning down {:.1} s, up {:.1} s",
             t.applying, t.idle, self.sleep_state, t.sleeping, t.spinning_down, t.spinning_up
         );
-        let e = &self.energy;
+        let e = &p.energy;
         let _ = writeln!(
             s,
             "  energy of the data volume: deferred {:.0} J ({:.2} W) against immediate {:.0} J ({:.2} W): saving {:.1} %{}",

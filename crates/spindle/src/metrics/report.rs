@@ -471,6 +471,9 @@ impl Report {
         if !self.sustainable {
             f.push_str(" BACKLOG GROWS");
         }
+        if self.dr.as_ref().is_some_and(|d| d.infeasible.is_some()) {
+            f.push_str(" INFEASIBLE");
+        }
         f
     }
 
