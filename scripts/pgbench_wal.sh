@@ -7,6 +7,8 @@
 #
 # Options:
 #   --clients N          pgbench clients (default 4), on min(N, 4) threads
+#   --rate TPS           pgbench's transaction rate (pgbench -R): the same stream rate on any
+#                        machine that can sustain it (default: as fast as it goes)
 #   --pg-set NAME=VALUE  a PostgreSQL setting (postgres -c); repeatable
 #
 # The log covers the pgbench run only (from the LSN after `pgbench -i` to the LSN at its end);
@@ -28,11 +30,13 @@ die() { echo "pgbench_wal: $*" >&2; exit 1; }
 missing() { echo "pgbench_wal: missing prerequisite: $*" >&2; exit 3; }
 
 clients=4
+rate=""
 pg_sets=()
 while [ $# -gt 0 ]; do
   case $1 in
     --clients) [ $# -ge 2 ] || die "--clients needs a number"; clients=$2; shift 2 ;;
     --pg-set) [ $# -ge 2 ] || die "--pg-set needs NAME=VALUE"; pg_sets+=(-c "$2"); shift 2 ;;
+    --rate) [ $# -ge 2 ] || die "--rate needs a number"; rate=$2; shift 2 ;;
     -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) break ;;
@@ -42,7 +46,7 @@ done
 out=$1
 scale=${2:-10}
 seconds=${3:-60}
-case $scale$seconds$clients in *[!0-9]*) die "SCALE, SECONDS and --clients are whole numbers" ;; esac
+case $scale$seconds$clients$rate in *[!0-9]*) die "SCALE, SECONDS, --clients and --rate are whole numbers" ;; esac
 [ "$scale" -ge 1 ] && [ "$seconds" -ge 1 ] && [ "$clients" -ge 1 ] || die "SCALE, SECONDS and --clients must be >= 1"
 if [ -e "$out" ] && [ ! -f "$out" ]; then die "$out exists and is not a regular file"; fi
 
@@ -85,8 +89,10 @@ as_pg "$PG_BIN/pgbench" -h "$work" -U postgres -i -s "$scale" -q postgres >"$wor
 psql "CHECKPOINT" >/dev/null
 start_lsn="$(psql "SELECT pg_current_wal_insert_lsn()")"
 threads=$((clients < 4 ? clients : 4))
-echo "pgbench_wal: pgbench -c $clients -j $threads -T $seconds" >&2
-as_pg "$PG_BIN/pgbench" -h "$work" -U postgres -c "$clients" -j "$threads" -T "$seconds" postgres \
+run_args=(-c "$clients" -j "$threads" -T "$seconds")
+[ -z "$rate" ] || run_args+=(-R "$rate")
+echo "pgbench_wal: pgbench ${run_args[*]}" >&2
+as_pg "$PG_BIN/pgbench" -h "$work" -U postgres "${run_args[@]}" postgres \
   >"$work/run.log" 2>&1 || { cat "$work/run.log" >&2; die "pgbench failed"; }
 grep -E '^(tps|number of transactions actually processed)' "$work/run.log" >&2 || true
 psql "SELECT pg_switch_wal()" >/dev/null
@@ -98,7 +104,7 @@ started=""
 tmp_out="$out.partial.$$"
 trap 'rm -f "$tmp_out"; cleanup' EXIT
 {
-  echo "# spindle pgbench WAL: scale $scale, $clients clients, $seconds s, lsn $start_lsn..$end_lsn, $version"
+  echo "# spindle pgbench WAL: scale $scale, $clients clients, $seconds s, rate ${rate:-max} tps, lsn $start_lsn..$end_lsn, $version"
   as_pg "$PG_BIN/pg_waldump" -p "$pgdata/pg_wal" -s "$start_lsn" -e "$end_lsn" 2>"$work/waldump.err" || {
     # pg_waldump ends with an error at the end of valid WAL; anything else is a failure.
     grep -q "invalid record length\|error in WAL record\|could not find file" "$work/waldump.err" ||
