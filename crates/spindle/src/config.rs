@@ -1709,7 +1709,14 @@ impl Experiment {
             PolicyName::Never | PolicyName::Explicit => {
                 let which = "policy = \"timeout\" or \"adaptive\"";
                 refuse("power.timeout_s", p.timeout_s.is_some(), which)?;
-                refuse("power.state", p.state.is_some(), which)?;
+                // A DR secondary's applier puts its volume to sleep in this state itself.
+                let dr =
+                    p.policy == PolicyName::Explicit && self.spec.workload.kind == WorkloadKind::Dr;
+                refuse(
+                    "power.state",
+                    p.state.is_some() && !dr,
+                    "policy = \"timeout\" or \"adaptive\", or policy = \"explicit\" in a DR secondary (workload.kind = \"dr\", docs/dr.md)",
+                )?;
                 if p.policy == PolicyName::Never {
                     PowerPolicy::Never
                 } else {

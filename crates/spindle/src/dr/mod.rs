@@ -298,6 +298,11 @@ pub fn run(
             (Some(plan), None)
         }
         Err(e) => {
+            // No timeline to price: the application run's own energy would mislead.
+            report.energy = None;
+            for d in &mut report.disks {
+                (d.energy_j, d.energy_fj, d.state_s, d.spin_ups) = (None, None, None, None);
+            }
             let key = match e {
                 plan::Infeasible::WindowTooSlow { .. } => "workload.dr.window_mb",
                 _ => "workload.dr.rto_s",

@@ -351,18 +351,18 @@ pub fn plan(
         "every completion is a step of the filling charge"
     );
     let s = |x: Span| x.0 as f64 / 1e9;
-    if let Some((k, a)) = cost.iter().enumerate().find(|(_, a)| **a > rto) {
-        return Err(Infeasible::WindowTooSlow {
-            window: k,
-            cost_s: s(*a),
-            rto_s: s(rto),
-        });
-    }
     if pen.spin_up.0 + pen.spin_down.0 > rto.0 {
         return Err(Infeasible::BelowPenalty {
             rto_s: s(rto),
             up_s: s(pen.spin_up),
             down_s: s(pen.spin_down),
+        });
+    }
+    if let Some((k, a)) = cost.iter().enumerate().find(|(_, a)| **a > rto) {
+        return Err(Infeasible::WindowTooSlow {
+            window: k,
+            cost_s: s(*a),
+            rto_s: s(rto),
         });
     }
     let mut prefix = Vec::with_capacity(cost.len() + 1);
