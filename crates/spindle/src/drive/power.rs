@@ -507,6 +507,8 @@ impl PowerClock {
     /// An operation is to start at `now`: returns when the disk can start it (`now` when
     /// spinning; after the transition down that is running, if any, and a transition up,
     /// when down). A pending transition down is called off.
+    #[cold]
+    #[inline(never)]
     pub fn wake(&mut self, now: Nanos) -> Nanos {
         assert!(
             now >= self.tail.from,
@@ -552,6 +554,8 @@ impl PowerClock {
 
     /// The disk's operation ended at `at`: it idles, and the policy decides when it goes
     /// down.
+    #[cold]
+    #[inline(never)]
     pub fn idle(&mut self, at: Nanos) {
         let down = match (self.pending_down.take(), self.policy) {
             (Some(s), _) => Some((at, s)),
