@@ -430,8 +430,8 @@ impl Report {
             if let Some(e) = &r.energy {
                 let _ = writeln!(
                     s,
-                    "energy {:<15} {:>12.1} J  mean {:>8.2} W  {} spin-ups ({:.1}/day)",
-                    truncate(&r.label, 15),
+                    "energy {:<22} {:>12.1} J  mean {:>8.2} W  {} spin-ups ({:.1}/day)",
+                    truncate(&r.label, 22),
                     e.total_j,
                     e.mean_w,
                     e.spin_ups,
