@@ -356,7 +356,8 @@ fn to_csv(sweep: &Sweep, reports: &[Report]) -> String {
 
 /// One JSON object per point per line: each axis's value under its name (a compound axis's
 /// label), then [`HEADLINE_FIELDS`] and [`STATE_FIELDS`], in that order; with a write cache,
-/// the report's `cache` and `disk_writes_per_host_write` after them.
+/// the report's `cache` and `disk_writes_per_host_write` after them; with power data, its
+/// `energy`.
 fn to_json_lines(sweep: &Sweep, reports: &[Report]) -> String {
     let mut s = String::new();
     for (i, r) in reports.iter().enumerate() {
@@ -382,10 +383,6 @@ fn to_json_lines(sweep: &Sweep, reports: &[Report]) -> String {
         for (name, v) in STATE_FIELDS.iter().zip(state) {
             fields.push(format!("{}:{v}", json_string(name)));
         }
-        if let Some(e) = &r.energy {
-            let e = serde_json::to_string(e).unwrap_or_else(|_| "null".into());
-            fields.push(format!("\"energy\":{e}"));
-        }
         if r.dr.is_some() {
             let dr: serde_json::Map<String, serde_json::Value> = DR_FIELDS
                 .iter()
@@ -407,6 +404,11 @@ fn to_json_lines(sweep: &Sweep, reports: &[Report]) -> String {
         if let Some(c) = &r.cache {
             let c = serde_json::to_string(c).unwrap_or_else(|_| "null".into());
             fields.push(format!("\"cache\":{c}"));
+        }
+        // A drive with power data: the report's energy (docs/power.md).
+        if let Some(e) = &r.energy {
+            let e = serde_json::to_string(e).unwrap_or_else(|_| "null".into());
+            fields.push(format!("\"energy\":{e}"));
         }
         if let Some(d) = r.disk_writes_per_host_write {
             fields.push(format!(

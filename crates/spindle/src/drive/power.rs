@@ -366,16 +366,27 @@ impl PowerTotals {
     }
 }
 
-/// The part of a disk's timeline not yet folded into the totals, from `from` on: an
-/// optional transition up, spinning, and an optional transition down (with the low state
-/// after it, for ever).
+/// The part of a disk's timeline not yet folded into the totals, from `from` on: optionally
+/// the rest of a transition down and the low state after it (`prior`, begun before a
+/// transition up), a transition up, spinning, and an optional transition down (with the low
+/// state after it, for ever).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 struct Tail {
     from: Nanos,
-    /// A transition up over `[from, end)` from this state.
-    up: Option<(LowPower, Nanos)>,
+    /// The transition down to this state that began at this instant (≤ `from`), the disk in
+    /// the state from its end until `up` begins.
+    prior: Option<(Nanos, LowPower)>,
+    /// A transition up from this state over `[start, end)` (`start` ≥ `from`).
+    up: Option<(LowPower, Nanos, Nanos)>,
     /// A transition down to this state beginning at this instant (≥ the end of `up`).
     down: Option<(Nanos, LowPower)>,
+}
+
+impl Tail {
+    /// When the transition up ends (`from` without one).
+    fn up_end(&self) -> Nanos {
+        self.up.map_or(self.from, |(_, _, e)| e)
+    }
 }
 
 /// One disk's power state over time (see the module doc). Call order: [`PowerClock::wake`]
@@ -423,6 +434,7 @@ impl PowerClock {
             acc,
             tail: Tail {
                 from: Nanos::ZERO,
+                prior: None,
                 up: None,
                 down: None,
             },
@@ -452,11 +464,30 @@ impl PowerClock {
         if t <= tail.from {
             return a;
         }
-        if let Some((s, end)) = tail.up {
-            // The transition up began at `tail.from`.
-            let part = Span(t.0.min(end.0) - tail.from.0);
-            a.transition_ns += part.0;
-            a.transition_fj += self.low(s).up.energy_of(part);
+        if let (Some((at, s)), Some((_, up_from, _))) = (tail.prior, tail.up) {
+            let st = self.low(s);
+            let down_end = at + st.down.time;
+            if tail.from < down_end {
+                let x = t.min(down_end);
+                a.transition_ns += x.since(tail.from).0;
+                // Cumulative floors: the part before `from` is already in `acc`.
+                a.transition_fj +=
+                    st.down.energy_of(x.since(at)) - st.down.energy_of(tail.from.since(at));
+            }
+            let (lo, hi) = (tail.from.max(down_end), t.min(up_from));
+            if hi > lo {
+                a.low_ns[s.index()] += hi.since(lo).0;
+            }
+        }
+        if let Some((s, start, end)) = tail.up {
+            if t > start {
+                let part = t.min(end).since(start);
+                a.transition_ns += part.0;
+                a.transition_fj += self.low(s).up.energy_of(part);
+                if s == LowPower::Standby {
+                    a.spin_ups += 1;
+                }
+            }
         }
         if let Some((at, s)) = tail.down {
             if t > at {
@@ -476,6 +507,8 @@ impl PowerClock {
     /// An operation is to start at `now`: returns when the disk can start it (`now` when
     /// spinning; after the transition down that is running, if any, and a transition up,
     /// when down). A pending transition down is called off.
+    #[cold]
+    #[inline(never)]
     pub fn wake(&mut self, now: Nanos) -> Nanos {
         assert!(
             now >= self.tail.from,
@@ -487,10 +520,7 @@ impl PowerClock {
             Some((at, s)) if at <= now => self.go_up(now, at, s),
             _ => {
                 self.tail.down = None;
-                match self.tail.up {
-                    Some((_, end)) => now.max(end),
-                    None => now,
-                }
+                now.max(self.tail.up_end())
             }
         }
     }
@@ -500,10 +530,7 @@ impl PowerClock {
     fn go_up(&mut self, now: Nanos, at: Nanos, s: LowPower) -> Nanos {
         let st = *self.low(s);
         let up_from = now.max(at + st.down.time);
-        self.acc = self.totals(up_from);
-        if s == LowPower::Standby {
-            self.acc.spin_ups += 1;
-        }
+        self.acc = self.totals(now);
         if let PowerPolicy::Adaptive { min, max, .. } = self.policy {
             // The idle period after the disk began going down, until it was needed.
             let stayed = now.since(at);
@@ -516,8 +543,9 @@ impl PowerClock {
         }
         let end = up_from + st.up.time;
         self.tail = Tail {
-            from: up_from,
-            up: Some((s, end)),
+            from: now,
+            prior: Some((at, s)),
+            up: Some((s, up_from, end)),
             down: None,
         };
         assert!(end >= now, "a disk comes up after it is asked to");
@@ -526,6 +554,8 @@ impl PowerClock {
 
     /// The disk's operation ended at `at`: it idles, and the policy decides when it goes
     /// down.
+    #[cold]
+    #[inline(never)]
     pub fn idle(&mut self, at: Nanos) {
         let down = match (self.pending_down.take(), self.policy) {
             (Some(s), _) => Some((at, s)),
@@ -535,7 +565,7 @@ impl PowerClock {
             (None, PowerPolicy::Never | PowerPolicy::Explicit) => None,
         };
         // Never before the transition up ends.
-        let up_end = self.tail.up.map_or(Nanos::ZERO, |(_, e)| e);
+        let up_end = self.tail.up_end();
         self.tail.down = down.map(|(t, s)| (t.max(up_end), s));
     }
 
@@ -553,8 +583,7 @@ impl PowerClock {
                 if busy {
                     self.pending_down = Some(s);
                 } else if !down_began {
-                    let up_end = self.tail.up.map_or(now, |(_, e)| e.max(now));
-                    self.tail.down = Some((up_end, s));
+                    self.tail.down = Some((self.tail.up_end().max(now), s));
                 }
             }
             PowerCommand::Down(_) => {}
@@ -566,7 +595,7 @@ impl PowerClock {
                     self.idle(end);
                 } else if !busy {
                     self.tail.down = None;
-                    let end = self.tail.up.map_or(now, |(_, e)| e.max(now));
+                    let end = self.tail.up_end().max(now);
                     self.idle(end);
                 }
             }
@@ -762,6 +791,96 @@ mod tests {
             u128::from(39_000_000u64) * u128::from(S)
                 + u128::from(22_300_000u64) * u128::from(t - S)
         );
+    }
+
+    #[test]
+    fn an_up_command_during_a_spin_down_then_a_request_before_it_ends() {
+        let m = z15();
+        let mut c = PowerClock::new(m, PowerPolicy::Explicit);
+        c.command(
+            Nanos(4000 * S),
+            false,
+            PowerCommand::Down(LowPower::Standby),
+        );
+        // Up at 4005 s: the spin-down ends at 4015 s, the spin-up at 4041 s.
+        c.command(Nanos(4005 * S), false, PowerCommand::Up);
+        // A window edge inside the spin-down sees only what happened so far.
+        let a = c.totals(Nanos(4010 * S));
+        assert_eq!(a.transition_ns, 10 * S);
+        assert_eq!(a.spin_ups, 0);
+        assert_eq!(c.wake(Nanos(4010 * S)), Nanos(4041 * S));
+        let b = c.totals(Nanos(4041 * S));
+        assert_eq!(b.transition_ns, 41 * S);
+        assert_eq!(b.spin_ups, 1);
+        assert_eq!(
+            b.transition_fj,
+            (62_250_000u128 + 904_800_000) * 1_000_000_000
+        );
+    }
+
+    /// Random operations, commands and window edges under every policy: the totals never
+    /// decrease, never exceed the time elapsed, and a transition's energy adds up exactly
+    /// whatever the edges.
+    #[test]
+    fn totals_are_monotonic_and_bounded_under_random_schedules() {
+        let mut x: u64 = 0x5EED;
+        let mut rnd = |n: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % n
+        };
+        let policies = [
+            PowerPolicy::Never,
+            timeout(5),
+            PowerPolicy::Adaptive {
+                initial: Span(5 * S),
+                min: Span(S),
+                max: Span(60 * S),
+                state: LowPower::Standby,
+            },
+            PowerPolicy::Explicit,
+        ];
+        for policy in policies {
+            let m = z15();
+            let mut c = PowerClock::new(m, policy);
+            let mut now = Nanos::ZERO;
+            let mut busy_ns = 0u64;
+            let mut prev = c.totals(now);
+            for _ in 0..2000 {
+                now += Span(rnd(60 * S));
+                match rnd(4) {
+                    0 | 1 => {
+                        let ready = c.wake(now);
+                        assert!(ready >= now);
+                        let t = c.totals(now);
+                        let used = t.low_ns.iter().sum::<u64>() + t.transition_ns + busy_ns;
+                        assert!(used <= now.0, "{policy:?}");
+                        let service = rnd(S / 50) + 1;
+                        now = ready + Span(service);
+                        busy_ns += service;
+                        c.idle(now);
+                    }
+                    2 => c.command(now, false, PowerCommand::Down(LowPower::Standby)),
+                    _ => c.command(now, false, PowerCommand::Up),
+                }
+                let t = c.totals(now);
+                for i in 0..3 {
+                    assert!(t.low_ns[i] >= prev.low_ns[i]);
+                }
+                assert!(t.transition_ns >= prev.transition_ns);
+                assert!(t.transition_fj >= prev.transition_fj);
+                assert!(t.spin_ups >= prev.spin_ups);
+                let used = t.low_ns.iter().sum::<u64>() + t.transition_ns + busy_ns;
+                assert!(used <= now.0, "{policy:?}: {used} > {}", now.0);
+                prev = t;
+            }
+            // Completed transitions are charged their whole energy, nothing more.
+            let st = m.state(LowPower::Standby).expect("standby");
+            let end = c.totals(now + Span(3600 * S));
+            let downs = end.transition_fj - u128::from(end.spin_ups) * st.up.energy_fj;
+            assert_eq!(downs % st.down.energy_fj, 0, "{policy:?}");
+        }
     }
 
     #[test]

@@ -434,8 +434,8 @@ impl Report {
             if let Some(e) = &r.energy {
                 let _ = writeln!(
                     s,
-                    "energy {:<15} {:>12.1} J  mean {:>8.2} W  {} spin-ups ({:.1}/day)",
-                    truncate(&r.label, 15),
+                    "energy {:<22} {:>12.1} J  mean {:>8.2} W  {} spin-ups ({:.1}/day)",
+                    truncate(&r.label, 22),
                     e.total_j,
                     e.mean_w,
                     e.spin_ups,
@@ -516,8 +516,14 @@ impl Report {
              mean_ms,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,read_mean_ms,write_mean_ms,\
              queue_ms,overhead_ms,seek_ms,rotation_ms,transfer_ms,switches_ms,mean_utilization,\
              window_s,offered_iops,achieved_iops,saturated,sustainable,backlog_ops,backlog_bytes,\
-             backlog_nvram_entries,host_wait_ms\n",
+             backlog_nvram_entries,host_wait_ms",
         );
+        // Drives with power data: the window's energy (docs/power.md).
+        let energy = self.rows().any(|r| r.energy.is_some());
+        if energy {
+            s.push_str(",energy_j,mean_w,spin_ups");
+        }
+        s.push('\n');
         for r in self.rows() {
             let (l, b) = (&r.latency.all, &r.breakdown_ms);
             let _ = writeln!(
@@ -558,6 +564,13 @@ impl Report {
                 r.backlog.nvram_entries,
                 b.host_wait,
             );
+            if energy {
+                s.pop(); // the newline
+                let _ = match &r.energy {
+                    Some(e) => writeln!(s, ",{:.3},{:.6},{}", e.total_j, e.mean_w, e.spin_ups),
+                    None => writeln!(s, ",,,"),
+                };
+            }
         }
         s
     }
