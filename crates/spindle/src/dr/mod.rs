@@ -84,7 +84,7 @@ pub fn run(
     }
     let engine = volume().map_err(DrError::Input)?;
     let sector_bytes = engine.sector_bytes();
-    if stream.page_bytes % sector_bytes != 0 {
+    if !stream.page_bytes.is_multiple_of(sector_bytes) {
         return Err(DrError::Input(format!(
             "pages of {} bytes are not whole sectors of {sector_bytes} bytes",
             stream.page_bytes
