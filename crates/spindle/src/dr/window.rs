@@ -57,13 +57,7 @@ impl Windows {
 
     /// Window `k`, compacted: the pages it updates, each once, in ascending order.
     pub fn compacted(&self, stream: &Stream, k: usize) -> Vec<u64> {
-        let mut pages: Vec<u64> = stream.records[self.bounds[k]..self.bounds[k + 1]]
-            .iter()
-            .flat_map(|r| stream.updates(r).iter().copied())
-            .collect();
-        pages.sort_unstable();
-        pages.dedup();
-        pages
+        self.compacted_prefix(stream, k, self.bounds[k + 1])
     }
 
     /// Window `k`'s records up to `end` (an index into the stream's records), compacted.
