@@ -50,7 +50,10 @@ fn a_read_after_the_heads_unloaded_waits_for_them_to_load_in_real_time() {
     };
     // Spinning, heads loaded: a read takes milliseconds.
     let warm = timed_read();
-    assert!(warm < Duration::from_millis(150), "a read of a spinning disk took {warm:?}");
+    assert!(
+        warm < Duration::from_millis(150),
+        "a read of a spinning disk took {warm:?}"
+    );
     // Idle 0.2 s, then 0.7 s unloading: after 1.5 s the heads are unloaded and the next read
     // waits 0.7 s for them to load, then its own access.
     std::thread::sleep(Duration::from_millis(1500));

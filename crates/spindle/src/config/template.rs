@@ -88,6 +88,16 @@ sequential_fraction = 0.0
 # [workload.validate]      # kind = "validate"
 # path = "drive.trace"     # required
 
+# [workload.dr]            # kind = "dr": a power-aware DR secondary (docs/dr.md)
+# wal = "wal.txt.gz"       # pg_waldump text; absent: the writes of [workload.trace]
+# window_mb = 32           # required: the compaction window W, MB of log
+# rto_s = 100              # required: the recovery-time objective, s
+# speedup = 1.0            # the stream replayed this many times faster
+# repeat = 1               # the stream played this many times back to back
+# queue_depth = 1          # writes the applier keeps outstanding
+# max_write_kb = 256       # the longest write (a run of consecutive pages)
+# page_bytes = 8192        # a block trace's page size
+
 # [workload.groups]        # kind = "groups" (docs/workload.md)
 # count = {count}
 # global_groups = {global}
@@ -189,6 +199,7 @@ mod tests {
             "workload.trace",
             "workload.groups",
             "workload.validate",
+            "workload.dr",
             "run",
         ] {
             let keys = fields(table);
