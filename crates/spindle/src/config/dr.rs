@@ -192,7 +192,9 @@ impl Experiment {
                     .map_err(|e| self.error("workload.trace.path", e))?
             }
         };
-        let stream = stream.repeated(d.repeat);
+        let stream = stream
+            .repeated(d.repeat)
+            .map_err(|e| self.error("workload.dr.repeat", e))?;
         let stream: Stream = if c.speedup == 1.0 {
             stream
         } else {

@@ -91,13 +91,13 @@ pub fn run(
         )));
     }
     let spp = u64::from(stream.page_bytes / sector_bytes);
-    let need = stream.data_pages * spp;
+    let need = stream.data_pages.saturating_mul(spp);
     if need > engine.capacity_sectors() {
         return Err(DrError::Input(format!(
             "the stream updates {} pages of {} bytes ({:.1} MB), more than the data volume's {:.1} MB",
             stream.data_pages,
             stream.page_bytes,
-            (stream.data_pages * u64::from(stream.page_bytes)) as f64 / 1e6,
+            stream.data_pages as f64 * f64::from(stream.page_bytes) / 1e6,
             (engine.capacity_sectors() * u64::from(sector_bytes)) as f64 / 1e6
         )));
     }

@@ -407,7 +407,7 @@ pub fn plan(
         let mut batch_worst = Worst::default();
         let spin_up = match walk.latest_spin_up(t, applied) {
             Some(wake) => {
-                let up_at = wake.unwrap_or(Nanos(end.0 + 1));
+                let up_at = wake.unwrap_or(Nanos(end.0.saturating_add(1)));
                 // Spinning down pays if its energy and the sleep's are below idling.
                 let idle_until = Nanos(up_at.0 + pen.spin_up.0).min(end);
                 let d = Nanos(t.0 + pen.spin_down.0);
@@ -421,7 +421,7 @@ pub fn plan(
         };
         let from = match spin_up {
             Some(wake) => {
-                let up_at = wake.unwrap_or(Nanos(end.0 + 1));
+                let up_at = wake.unwrap_or(Nanos(end.0.saturating_add(1)));
                 walk.down_and_sleep(t, up_at, applied, &mut batch_worst);
                 let d = Nanos(t.0 + pen.spin_down.0);
                 phase(&mut tl, State::SpinningDown, t, d);

@@ -68,39 +68,61 @@ impl Stream {
     /// The stream played `times` times back to back (a long steady run from a short
     /// capture): each cycle's log follows the last, and its first record arrives one mean
     /// inter-arrival time after the last cycle's last record.
-    pub fn repeated(mut self, times: u32) -> Stream {
+    pub fn repeated(mut self, times: u32) -> Result<Stream, String> {
         let (n, pages) = (self.records.len(), self.pages.len());
         if times <= 1 || n == 0 {
-            return self;
+            return Ok(self);
         }
         let (log, span) = (self.log_bytes(), self.duration().0);
         let period = span + span / n as u64;
-        for c in 1..u64::from(times) {
+        let times64 = u64::from(times);
+        let too_long = || {
+            format!(
+                "repeating {n} records ({pages} page updates, {log} bytes of log over {span} ns) \
+                 {times} times is beyond what a stream can hold (2^32 page updates, 2^64 bytes \
+                 and ns)"
+            )
+        };
+        let total_pages = (pages as u64).checked_mul(times64).ok_or_else(too_long)?;
+        if total_pages > u64::from(u32::MAX)
+            || log.checked_mul(times64).is_none()
+            || period.checked_mul(times64).is_none()
+        {
+            return Err(too_long());
+        }
+        for c in 1..times64 {
             for i in 0..n {
                 let r = self.records[i];
                 self.records.push(Record {
                     lsn_end: r.lsn_end + c * log,
                     at: Nanos(r.at.0 + c * period),
-                    first: r.first
-                        + u32::try_from(c as usize * pages).expect("fewer than 2^32 page updates"),
+                    first: r.first + (c * pages as u64) as u32,
                     count: r.count,
                 });
             }
             self.pages.extend_from_within(..pages);
         }
-        self
+        Ok(self)
     }
 
-    pub(crate) fn push(&mut self, lsn_end: u64, at: Nanos, pages: impl IntoIterator<Item = u64>) {
-        let first = u32::try_from(self.pages.len()).expect("fewer than 2^32 page updates");
+    /// Adds a record; errors past 2^32 page updates.
+    pub(crate) fn push(
+        &mut self,
+        lsn_end: u64,
+        at: Nanos,
+        pages: impl IntoIterator<Item = u64>,
+    ) -> Result<(), String> {
+        let first = u32::try_from(self.pages.len()).map_err(|_| "more than 2^32 page updates")?;
         self.pages.extend(pages);
-        let count = self.pages.len() as u32 - first;
+        let count =
+            u32::try_from(self.pages.len()).map_err(|_| "more than 2^32 page updates")? - first;
         self.records.push(Record {
             lsn_end,
             at,
             first,
             count,
         });
+        Ok(())
     }
 }
 
@@ -135,10 +157,13 @@ pub fn from_writes(
         if bytes == 0 {
             continue;
         }
-        lsn += bytes;
-        let (first, end) = (offset / pb, (offset + bytes).div_ceil(pb));
+        let too_big = || format!("write {}: the log passes 2^64 bytes", i + 1);
+        lsn = lsn.checked_add(bytes).ok_or_else(too_big)?;
+        let last = offset.checked_add(bytes).ok_or_else(too_big)?;
+        let (first, end) = (offset / pb, last.div_ceil(pb));
         s.data_pages = s.data_pages.max(end);
-        s.push(lsn, at, first..end);
+        s.push(lsn, at, first..end)
+            .map_err(|e| format!("write {}: {e}", i + 1))?;
     }
     Ok(s)
 }
@@ -169,7 +194,8 @@ fn parse_wal_line(line: &str) -> Result<WalLine, String> {
         .split(',')
         .next()
         .and_then(|s| s.split('/').nth(1))
-        .and_then(|s| s.trim().parse::<u64>().ok())
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .map(u64::from)
         .ok_or("a `len (rec/tot)` that is not two numbers")?;
     let lsn = field("lsn:")?;
     let lsn = lsn.split(',').next().unwrap_or("");
@@ -221,7 +247,8 @@ fn parse_wal_line(line: &str) -> Result<WalLine, String> {
                 "blk" => {
                     let b = words.next().ok_or_else(err)?;
                     let b = b.trim_end_matches(|c: char| !c.is_ascii_digit());
-                    blk = Some(b.parse::<u64>().map_err(|_| err())?);
+                    // PostgreSQL's BlockNumber is 32 bits.
+                    blk = Some(u64::from(b.parse::<u32>().map_err(|_| err())?));
                     break;
                 }
                 _ => {}
@@ -256,7 +283,13 @@ fn parse_utc(s: &str) -> Result<i128, String> {
     let [h, mi, sec] = t[..] else {
         return Err(bad());
     };
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || h > 23 || mi > 59 || sec > 60 {
+    if !(1..=9999).contains(&y)
+        || !(1..=12).contains(&m)
+        || !(1..=31).contains(&day)
+        || !(0..=23).contains(&h)
+        || !(0..=59).contains(&mi)
+        || !(0..=60).contains(&sec)
+    {
         return Err(bad());
     }
     if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
@@ -295,7 +328,7 @@ pub fn from_waldump(input: impl BufRead, origin: &str) -> Result<Stream, String>
         }
         let w = parse_wal_line(t).map_err(|e| format!("{origin}:{}: {e}", i + 1))?;
         if let Some(prev) = lines.last() {
-            if w.lsn < prev.lsn + prev.tot {
+            if w.lsn < prev.lsn.saturating_add(prev.tot) {
                 return Err(format!(
                     "{origin}:{}: lsn {:X}/{:08X} overlaps the previous record",
                     i + 1,
@@ -309,7 +342,7 @@ pub fn from_waldump(input: impl BufRead, origin: &str) -> Result<Stream, String>
     let (Some(first), Some(last)) = (lines.first(), lines.last()) else {
         return Err(format!("{origin}: no WAL records"));
     };
-    let (lsn0, lsn_last) = (first.lsn, last.lsn + last.tot);
+    let (lsn0, lsn_last) = (first.lsn, last.lsn.saturating_add(last.tot));
     // Commit times, in LSN order; a clock that steps back is held (times never decrease).
     let commits: Vec<(u64, i128)> = lines
         .iter()
@@ -360,7 +393,12 @@ pub fn from_waldump(input: impl BufRead, origin: &str) -> Result<Stream, String>
         };
         let at = Nanos(u64::try_from(t - t0).expect("times never decrease from the first commit"));
         let pages = w.blocks.iter().map(|(rel, blk)| extents[rel] + blk);
-        s.push(w.lsn + w.tot - lsn0, at, pages);
+        let end = w
+            .lsn
+            .checked_add(w.tot)
+            .ok_or_else(|| format!("{origin}: a record ends past the 64-bit LSN space"))?;
+        s.push(end - lsn0, at, pages)
+            .map_err(|e| format!("{origin}: {e}"))?;
     }
     debug_assert_eq!(s.log_bytes(), lsn_last - lsn0);
     Ok(s)

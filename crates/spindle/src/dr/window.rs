@@ -125,7 +125,8 @@ mod tests {
         let mut lsn = 0;
         for (i, (bytes, pages)) in recs.iter().enumerate() {
             lsn += bytes;
-            s.push(lsn, Nanos(i as u64 * 1_000_000_000), pages.iter().copied());
+            s.push(lsn, Nanos(i as u64 * 1_000_000_000), pages.iter().copied())
+                .unwrap();
         }
         s
     }

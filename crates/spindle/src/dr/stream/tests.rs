@@ -97,7 +97,7 @@ fn block_trace_writes_become_page_updates() {
 fn a_repeated_stream_continues_the_log_and_the_clock() {
     let w = |t: u64, off: u64| Ok((Nanos(t), off, 8192));
     let s = from_writes([w(0, 0), w(100, 8192)], 8192, "t".into()).unwrap();
-    let r = s.clone().repeated(3);
+    let r = s.clone().repeated(3).unwrap();
     assert_eq!(r.records.len(), 6);
     assert_eq!(r.log_bytes(), 3 * s.log_bytes());
     // Period: the span (100) plus one mean inter-arrival (50).
@@ -105,5 +105,21 @@ fn a_repeated_stream_continues_the_log_and_the_clock() {
     assert_eq!(at, vec![0, 100, 150, 250, 300, 400]);
     assert_eq!(r.updates(&r.records[4]), &[0]);
     assert_eq!(r.updates(&r.records[5]), &[1]);
-    assert_eq!(s.clone().repeated(1).records, s.records);
+    assert_eq!(s.clone().repeated(1).unwrap().records, s.records);
+}
+
+#[test]
+fn a_stream_too_long_to_repeat_is_refused() {
+    let w = |t: u64, off: u64| Ok((Nanos(t), off, 8192));
+    let s = from_writes([w(0, 0), w(u64::MAX / 4, 8192)], 8192, "t".into()).unwrap();
+    let e = s.repeated(10).unwrap_err();
+    assert!(e.contains("beyond what a stream can hold"), "{e}");
+    // A block number past PostgreSQL's 32 bits is a bad line, not an overflow.
+    let bad = WAL.replace("blk 3 FPW", "blk 18446744073709551615");
+    let e = from_waldump(bad.as_bytes(), "wal.txt").unwrap_err();
+    assert!(e.starts_with("wal.txt:4: block reference"), "{e}");
+    let bad = WAL.replace("2026-11-27 16:00:27", "99999999999-11-27 16:00:27");
+    assert!(from_waldump(bad.as_bytes(), "wal.txt")
+        .unwrap_err()
+        .contains("commit time"));
 }
