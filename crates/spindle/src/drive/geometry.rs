@@ -55,6 +55,11 @@ pub struct Geometry {
 /// Most cylinders a drive may have (the seek table has one entry per cylinder distance).
 pub const CYLINDERS_MAX: u32 = 16_000_000;
 
+/// Most sectors a track may hold: 2^20 (512 MiB of 512-byte sectors; the densest drives
+/// hold a few thousand). A bound so that a mistyped value is an error, not a layout table
+/// built for minutes.
+pub const SECTORS_PER_TRACK_MAX: u32 = 1 << 20;
+
 impl Geometry {
     pub fn new(spec: &DriveSpec) -> Result<Geometry, DriveError> {
         let bad = |key: String, msg: String| DriveError::Invalid { key, msg };
@@ -116,6 +121,15 @@ impl Geometry {
                         z.first_cylinder,
                         spec.cylinders - 1,
                         z.last_cylinder
+                    ),
+                ));
+            }
+            if z.sectors_per_track > SECTORS_PER_TRACK_MAX {
+                return Err(bad(
+                    key("sectors_per_track"),
+                    format!(
+                        "must be at most {SECTORS_PER_TRACK_MAX}, got {}",
+                        z.sectors_per_track
                     ),
                 ));
             }
@@ -582,6 +596,22 @@ mod tests {
         // Slips at physical sectors 3, 41 (track 1, sector 1), 1000 and 2500 are all data
         // slots in this geometry: each costs one LBA.
         assert_eq!(g.capacity_sectors(), slots - 4);
+    }
+
+    #[test]
+    fn out_of_range_cylinders_and_sectors_per_track_name_their_key() {
+        let mut s = small_spec();
+        s.zones[0].sectors_per_track = SECTORS_PER_TRACK_MAX + 1;
+        let e = Geometry::new(&s)
+            .expect_err("too many sectors per track")
+            .to_string();
+        assert!(e.contains("zones[0].sectors_per_track"), "{e}");
+        let mut s = small_spec();
+        s.cylinders = CYLINDERS_MAX + 1;
+        let e = Geometry::new(&s)
+            .expect_err("too many cylinders")
+            .to_string();
+        assert!(e.contains("cylinders"), "{e}");
     }
 
     #[test]

@@ -1015,6 +1015,14 @@ impl<'a> Importer<'a> {
         let first = r.u32("First cylinder number")?;
         let last = r.u32("Last cylinder number")?;
         let spt = r.u32("Blocks per track")?;
+        // Checked here: the layout's run table is built per track and per 256 LBNs.
+        let max = crate::drive::geometry::SECTORS_PER_TRACK_MAX;
+        if spt == 0 || spt > max {
+            return Err(r.err(
+                "Blocks per track",
+                format!("must be within 1..={max}, got {spt}"),
+            ));
+        }
         let skew = |r: &mut Reader<'_>, name: &str| -> Result<f64, DiskSimError> {
             let v = r.nonneg(name)?;
             if unit == SkewUnit::Sectors && v >= layout_g1::MAX_SKEW_SECTORS {

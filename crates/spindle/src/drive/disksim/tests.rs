@@ -1155,6 +1155,25 @@ fn too_many_cylinders_is_an_error_before_the_seek_table() {
 }
 
 #[test]
+fn too_many_blocks_per_track_is_an_error_before_the_layout_tables() {
+    // Found by fuzzing: 2^32 - 1 blocks per track in a two-zone model built the layout's
+    // run and bucket tables for more than 10 s before the input was stopped.
+    for v in ["4294967295", "0"] {
+        expect_err(
+            PARV,
+            DISKSPECS,
+            &MODEL.replace(
+                "Blocks per track = 10,",
+                &format!("Blocks per track = {v},"),
+            ),
+            "dir/d.model",
+            "Zones[0]",
+            "Blocks per track",
+        );
+    }
+}
+
+#[test]
 fn a_separate_write_segment_is_imported_and_needs_two_segments() {
     // DiskSim 4.0 stores it (disk.modspec: `INIT result->dedicatedwriteseg`); the importer
     // once dropped it as unused, and the HP C2247A, which sets it, then took its writes'
