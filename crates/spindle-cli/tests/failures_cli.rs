@@ -71,3 +71,57 @@ fn layouts_that_lose_data_or_are_not_built_say_so() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("array.failed_disk"), "{}", stderr(&o));
 }
+
+/// Latent sector errors (docs/failures.md): a mirror repairs what it meets; striping loses
+/// those reads, flags the row and warns; a bad rate or a layout without the model is an
+/// error naming the key.
+#[test]
+fn latent_sector_errors_are_repaired_from_a_mirror_or_reported_as_data_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let no_failure = |layout: &str, dm: u32, extra: &str| {
+        body(layout, extra)
+            .replace("failed_disk = 1\nfail_at_ms = 10000\n", "")
+            .replace("dm = 2", &format!("dm = {dm}"))
+    };
+    let exp = experiment(
+        dir.path(),
+        &no_failure("raid-10", 2, "latent_error_rate = 0.001\n"),
+    );
+    let o = spindle(&["run", &exp, "--json", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let l = &v["latent"];
+    assert!(l["errors"].as_u64().unwrap() > 0, "{l}");
+    assert!(l["repairs"].as_u64().unwrap() > 0, "{l}");
+
+    let exp = experiment(
+        dir.path(),
+        &no_failure("striping", 1, "latent_error_rate = 0.001\n"),
+    );
+    let o = spindle(&["run", &exp, "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("DATA LOST"), "{out}");
+    assert!(stderr(&o).contains("answered without their data"), "{}", stderr(&o));
+
+    for (layout, dm, rate, says) in [
+        ("raid-10", 2, "1.5", "array.latent_error_rate"),
+        ("raid-10", 2, "0", "array.latent_error_rate"),
+        ("raid-5", 1, "0.001", "not yet"),
+    ] {
+        let b = no_failure(layout, dm, &format!("latent_error_rate = {rate}\n"));
+        let b = if layout == "raid-5" {
+            b.replace("ds = 2\ndr = 1\ndm = 1\n", "disks = 5\n")
+        } else {
+            b
+        };
+        let exp = experiment(dir.path(), &b);
+        let o = spindle(&["run", &exp, "--quiet"]);
+        assert_eq!(o.status.code(), Some(2), "{layout} {rate}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(says) && stderr(&o).contains("latent_error_rate"),
+            "{layout} {rate}: {}",
+            stderr(&o)
+        );
+    }
+}

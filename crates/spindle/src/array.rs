@@ -32,6 +32,7 @@
 
 mod coverage;
 mod failure;
+mod latent;
 mod nvram;
 mod piece_index;
 mod table;
@@ -44,8 +45,8 @@ use nvram::{Header as NvramHeader, NvramTable, Record as NvramRecord};
 use crate::drive::{Access, Controller, Drive, HeadState, Run, Target, Transfer};
 use crate::engine::{
     Action, Backlog, Breakdown, Busy, Bytes, Cause, CopyRuns, DataMove, DiskClock, DiskCounters,
-    DiskReader, Engine, Event, FailureConfig, HostRequest, HostSlot, HostTable, NvramWrite, Outbox,
-    RebuildStatus, RecoverError, Slab,
+    DiskReader, Engine, Event, FailureConfig, HostRequest, HostSlot, HostTable, LatentCounters,
+    NvramWrite, Outbox, RebuildStatus, RecoverError, Slab,
 };
 use crate::layout::{Layout, LayoutConfig, LayoutError, Piece, Placement, Shape};
 use crate::sched::{DiskQueue, DiskRequest, Policy, Replicas, MAX_REPLICAS};
@@ -95,6 +96,8 @@ pub struct ArrayConfig {
     pub nvram_entries: usize,
     /// A disk that fails, and its rebuild (mirrored layouts: see [`failure`]).
     pub failure: Option<FailureConfig>,
+    /// The fraction of sectors with a latent error (see [`latent`]); `None`: none.
+    pub latent_error_rate: Option<f64>,
 }
 
 impl ArrayConfig {
@@ -111,6 +114,7 @@ impl ArrayConfig {
             writes: WritePolicy::default(),
             nvram_entries: DEFAULT_NVRAM_ENTRIES,
             failure: None,
+            latent_error_rate: None,
         }
     }
 }
@@ -125,6 +129,8 @@ struct InFlight {
     /// The copies its queue entry listed, located, and the first one's sector: a first
     /// write's propagations go to the same places (see [`Array::replica_at`]).
     located: (u64, Replicas),
+    /// A read that met a latent sector error: it returns nothing.
+    unreadable: bool,
     #[cfg(test)]
     runs: Vec<Run>,
 }
@@ -173,6 +179,8 @@ enum Kind {
     RebuildRead,
     /// Write every replica of a rebuild step on the spare.
     RebuildWrite,
+    /// Rewrite copies that met a latent sector error from the copy read ([`latent`]).
+    Repair,
 }
 
 struct DiskOp {
@@ -245,6 +253,9 @@ impl Engine for Array {
     fn rebuild(&self) -> Option<RebuildStatus> {
         self.rebuild_status()
     }
+    fn latent(&self) -> Option<LatentCounters> {
+        self.latent_counters()
+    }
     fn enable_data_moves(&mut self) -> bool {
         self.data_moves.get_or_insert_with(VecDeque::new);
         if self.copies_mask() != 1 && self.nvram.is_none() {
@@ -296,6 +307,7 @@ pub struct Array {
     /// The table's NVRAM image (with data moves on, when a piece has several copies).
     nvram: Option<NvramTable>,
     failure: Option<failure::Failure>,
+    latent: Option<latent::Latent>,
     #[cfg(test)]
     audit: audit::Audit,
 }
@@ -376,6 +388,11 @@ impl Array {
             .map(|f| failure::Failure::new(f, &layout, drive.geometry().sector_bytes()))
             .transpose()
             .map_err(LayoutError)?;
+        let latent = cfg
+            .latent_error_rate
+            .map(|rate| latent::Latent::new(rate, cfg.seed ^ 0x6c61_7465_6e74))
+            .transpose()
+            .map_err(LayoutError)?;
         // Only a layout with several copies of a sector keeps a table.
         let replicated = u64::from(dr) * u64::from(dm) > 1;
         let (table, blocked_cover) = (
@@ -411,6 +428,7 @@ impl Array {
             data_moves: None,
             nvram: None,
             failure,
+            latent,
             #[cfg(test)]
             audit: audit::Audit::default(),
         })
@@ -1121,6 +1139,9 @@ impl Array {
             let op = &self.ops[id];
             (op.kind, op.piece, op.holders)
         };
+        if kind == Kind::Repair && !self.repair_still_needed(id) {
+            return self.start_next(now, disk);
+        }
         let first = self.layout.disks_of(piece.column).start;
         let me = disk - first;
         if holders != 1 << me {
@@ -1137,7 +1158,10 @@ impl Array {
         // rotational order from the closest one.
         let mut order = [(0u64, first_replica); MAX_REPLICAS];
         let mut n = 1;
-        if matches!(kind, Kind::WriteAll | Kind::Propagate | Kind::RebuildWrite) {
+        if matches!(
+            kind,
+            Kind::WriteAll | Kind::Propagate | Kind::RebuildWrite | Kind::Repair
+        ) {
             let period = self.drive.period().0;
             let angle_of = |i: usize| r.replicas.get(i).1.angle_ns;
             let a0 = angle_of(pick.replica);
@@ -1197,8 +1221,9 @@ impl Array {
                 .access_runs(now, &d.head, r.op, runs_slice, pick.via_cylinder, rng)
         };
         let until = access.end;
+        let unreadable = kind == Kind::Read && self.read_meets_latent_error(disk, runs_slice);
         #[cfg(test)]
-        if kind == Kind::Read {
+        if kind == Kind::Read && !unreadable {
             let must_see = &self.ops[id].must_see;
             self.audit.check_read(disk, runs_slice, must_see);
             self.audit.read_starts.push((disk, now));
@@ -1207,7 +1232,7 @@ impl Array {
             Kind::Read => Cause::HostRead,
             Kind::FirstWrite | Kind::WriteAll => Cause::HostWrite,
             Kind::Propagate => Cause::DelayedWrite,
-            Kind::RebuildRead | Kind::RebuildWrite => Cause::Rebuild,
+            Kind::RebuildRead | Kind::RebuildWrite | Kind::Repair => Cause::Rebuild,
         };
         self.disks[disk].clock.start(cause, now, until);
         self.disks[disk].busy = Some(InFlight {
@@ -1217,6 +1242,7 @@ impl Array {
             queued_at: r.queued_at,
             replicas: written,
             located: (r.lba, r.replicas),
+            unreadable,
             #[cfg(test)]
             runs: runs_slice.to_vec(),
         });
@@ -1260,6 +1286,7 @@ impl Array {
                 runs: rr.to_vec(),
             }
         });
+        let repaired = (kind == Kind::Repair).then(|| self.repair_source(id));
         DataMove {
             disk,
             op,
@@ -1268,6 +1295,7 @@ impl Array {
             bytes: host
                 .or(source)
                 .or(rebuilt)
+                .or(repaired)
                 .expect("an operation serves a host request or propagates"),
             copies,
         }
@@ -1303,7 +1331,24 @@ impl Array {
                 }
                 self.rebuild_op_done(now, op.kind, op.piece);
             }
-            Kind::Read => {}
+            Kind::Read if f.unreadable => {
+                let slot = op.slot;
+                // Served again by another copy (answered when that read is), or lost.
+                if self.latent_read_failed(now, disk, f.op, op, f.replicas) {
+                    if let Some(slot) = slot {
+                        self.part_done(now, slot, &f);
+                    }
+                }
+                self.spare_check(now, disk);
+                self.out.mark_for_dispatch(disk);
+                return;
+            }
+            Kind::Read => self.latent_read_done(now, disk, f.op, &op, f.replicas),
+            Kind::Repair => {
+                let _source = self.repair_done(f.op);
+                #[cfg(test)]
+                self.audit.copied((_source.0, &_source.1), disk, &f.runs);
+            }
             _ => {
                 #[cfg(test)]
                 self.audit.wrote(disk, &f.runs, op.version);
@@ -1311,6 +1356,12 @@ impl Array {
                     self.written(now, disk, &op, &f);
                 }
             }
+        }
+        if matches!(
+            op.kind,
+            Kind::FirstWrite | Kind::WriteAll | Kind::Propagate | Kind::RebuildWrite | Kind::Repair
+        ) {
+            self.latent_wrote(disk, &op.piece, f.replicas);
         }
         if let Some(slot) = op.slot {
             self.part_done(now, slot, &f);

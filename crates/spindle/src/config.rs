@@ -203,6 +203,10 @@ pub struct ArraySpec {
     /// fast as the disks allow, one stripe at a time, competing with host I/O).
     #[serde(default)]
     pub rebuild_rate_mb_s: Option<f64>,
+    /// Mirrored and rotationally replicated layouts: the fraction of sectors with a latent
+    /// (unreadable) error, read from another copy and repaired (absent: none).
+    #[serde(default)]
+    pub latent_error_rate: Option<f64>,
     /// Parity layouts: the I/O channel between host and controller, MB/s (paper III.B:
     /// 20); absent or 0: not modelled.
     #[serde(default)]
@@ -371,6 +375,7 @@ impl Default for ArraySpec {
             destage_low_mark: None,
             destage_estimate: None,
             failed_disk: None,
+            latent_error_rate: None,
             fail_at_ms: None,
             rebuild: None,
             rebuild_rate_mb_s: None,
@@ -1776,13 +1781,15 @@ impl Experiment {
             ("array.fail_at_ms", a.fail_at_ms.is_some()),
             ("array.rebuild", a.rebuild.is_some()),
             ("array.rebuild_rate_mb_s", a.rebuild_rate_mb_s.is_some()),
+            ("array.latent_error_rate", a.latent_error_rate.is_some()),
         ] {
             if given {
                 return Err(self.error(
                     key,
                     format!(
-                        "disk failures are simulated for the mirrored and parity layouts, not \
-                         yet for \"{}\"",
+                        "disk failures and latent sector errors are simulated for the \
+                         mirrored layouts (and failures for the parity layouts), not yet for \
+                         \"{}\"",
                         a.layout.name()
                     ),
                 ));
@@ -1881,6 +1888,14 @@ impl Experiment {
             Array::check_failure(&layout, f, drive.geometry().sector_bytes())
                 .map_err(|m| self.error("array.failed_disk", m))?;
         }
+        if let Some(rate) = a.latent_error_rate {
+            if !(rate.is_finite() && rate > 0.0 && rate <= 1.0) {
+                return Err(self.error(
+                    "array.latent_error_rate",
+                    format!("a fraction of sectors in (0, 1], got {rate}"),
+                ));
+            }
+        }
         let array = Array::new(
             drive.clone(),
             &ArrayConfig {
@@ -1894,6 +1909,7 @@ impl Experiment {
                 writes: a.writes,
                 nvram_entries: a.nvram_entries,
                 failure,
+                latent_error_rate: a.latent_error_rate,
             },
         )
         .map_err(|e| self.error("array", e.0))?;

@@ -203,6 +203,7 @@ fn edge(array: &dyn Engine, at: Nanos) -> Edge {
         power: (0..array.disk_count())
             .map(|d| array.power(d, at))
             .collect(),
+        latent: array.latent(),
     }
 }
 

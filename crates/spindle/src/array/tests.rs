@@ -4,6 +4,7 @@ use crate::engine::Completion;
 use crate::layout::{Layout, LayoutConfig, Placement, Shape};
 
 mod failure;
+mod latent;
 
 fn array(disks: usize, policy: Policy) -> Array {
     let drive = Arc::new(builtin_drive("st39133lwv").expect("built-in drive"));

@@ -46,6 +46,16 @@ impl Experiment {
                 ));
             }
         }
+        if a.latent_error_rate.is_some() {
+            return Err(self.error(
+                "array.latent_error_rate",
+                format!(
+                    "latent sector errors are simulated for the mirrored layouts, not yet for \
+                     \"{}\"",
+                    a.layout.name()
+                ),
+            ));
+        }
         let width = a.group_width.unwrap_or(DEFAULT_GROUP_WIDTH);
         if !(3..=MAX_DISKS).contains(&width) {
             return Err(self.error(

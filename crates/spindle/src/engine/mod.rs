@@ -132,6 +132,21 @@ pub struct RebuildStatus {
     pub stripes_total: u64,
 }
 
+/// Latent sector errors met and repaired, cumulative (a report takes differences over its
+/// window): mirrored and rotationally replicated layouts (`array.latent_error_rate`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct LatentCounters {
+    /// Disk reads that met an unreadable sector (each is served again by another copy).
+    pub errors: u64,
+    /// Host reads (parts) with no readable copy left: answered without their data.
+    pub unrecoverable: u64,
+    /// Repair writes done, and the sectors they rewrote.
+    pub repairs: u64,
+    pub repaired_sectors: u64,
+    /// Repairs dropped because a newer write reached their sectors first.
+    pub superseded: u64,
+}
+
 /// Per-disk counters, readable at any time.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct DiskCounters {
@@ -243,6 +258,10 @@ pub trait Engine: Send {
     fn rebuild(&self) -> Option<RebuildStatus> {
         None
     }
+    /// Latent sector errors met and repaired so far, for a controller simulating them.
+    fn latent(&self) -> Option<LatentCounters> {
+        None
+    }
     /// Time to rebuild the controller's volatile state after a crash now (eager-writing
     /// arrays: reading the map log), if it has any.
     fn recovery_time(&self) -> Option<Span> {
@@ -332,6 +351,9 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
     }
     fn rebuild(&self) -> Option<RebuildStatus> {
         (**self).rebuild()
+    }
+    fn latent(&self) -> Option<LatentCounters> {
+        (**self).latent()
     }
     fn enable_data_moves(&mut self) -> bool {
         (**self).enable_data_moves()

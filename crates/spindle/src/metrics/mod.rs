@@ -27,12 +27,14 @@ mod report;
 pub use rebuild::RebuildWatch;
 pub use report::{
     BacklogReport, BreakdownMs, CacheReport, DiskReport, DuringReport, EnergyReport,
-    HostQueueReport, LatencyStats, RebuildReport, Report, SeriesPoint, StateSeconds,
+    HostQueueReport, LatencyStats, LatentReport, RebuildReport, Report, SeriesPoint, StateSeconds,
     WriteCacheReport,
 };
 
 use crate::drive::PowerTotals;
-use crate::engine::{Backlog, Busy, CacheCounters, CauseShares, Completion, DiskCounters};
+use crate::engine::{
+    Backlog, Busy, CacheCounters, CauseShares, Completion, DiskCounters, LatentCounters,
+};
 use crate::{Nanos, Op};
 use hdrhistogram::Histogram;
 
@@ -50,6 +52,8 @@ pub struct Edge {
     pub cache: Option<CacheCounters>,
     /// Every disk's power totals, for a drive with power data (empty: none).
     pub power: Vec<Option<PowerTotals>>,
+    /// Latent sector errors so far, for a controller simulating them.
+    pub latent: Option<LatentCounters>,
 }
 
 /// Collects per-request measurements during a run. Call order, per event at time t:
@@ -234,6 +238,7 @@ impl Collector {
             backlog: Backlog::default(),
             cache: None,
             power: Vec::new(),
+            latent: None,
         };
         let (start, end) = match (self.start, self.end) {
             (Some(s), Some(e)) => (s, e),
@@ -360,6 +365,10 @@ impl Collector {
                         }),
                     )
                 }
+                _ => None,
+            },
+            latent: match (&start.latent, &end.latent) {
+                (Some(s), Some(e)) => Some(LatentReport::new(s, e)),
                 _ => None,
             },
             ..Report::default()

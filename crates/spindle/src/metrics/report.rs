@@ -177,6 +177,33 @@ pub struct WriteCacheReport {
     pub overflows: u64,
 }
 
+/// Latent sector errors over the window (`array.latent_error_rate`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LatentReport {
+    /// Disk reads that met an unreadable sector; each was served again by another copy.
+    pub errors: u64,
+    /// Host read parts with no readable copy left, answered without their data: data lost.
+    pub unrecoverable: u64,
+    /// Repair writes done (cause `rebuild`), and the sectors they rewrote.
+    pub repairs: u64,
+    pub repaired_sectors: u64,
+    /// Repairs dropped because a newer write reached their sectors first.
+    pub superseded: u64,
+}
+
+impl LatentReport {
+    /// The window's counts, from the counters at its edges.
+    pub fn new(start: &crate::engine::LatentCounters, end: &crate::engine::LatentCounters) -> Self {
+        LatentReport {
+            errors: end.errors - start.errors,
+            unrecoverable: end.unrecoverable - start.unrecoverable,
+            repairs: end.repairs - start.repairs,
+            repaired_sectors: end.repaired_sectors - start.repaired_sectors,
+            superseded: end.superseded - start.superseded,
+        }
+    }
+}
+
 /// A disk failure and its rebuild (whole run, not only the window: a rebuild outlasts
 /// most windows).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -358,6 +385,10 @@ pub struct Report {
     /// response time while it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rebuild: Option<RebuildReport>,
+    /// Latent sector errors met, repaired and unrecoverable over the window
+    /// (`array.latent_error_rate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latent: Option<LatentReport>,
     /// A disaster-recovery secondary (`workload.kind = "dr"`): the deferred application's
     /// plan, recovery time and energy against the conventional secondary (docs/dr.md).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -471,6 +502,9 @@ impl Report {
         if !self.sustainable {
             f.push_str(" BACKLOG GROWS");
         }
+        if self.latent.as_ref().is_some_and(|l| l.unrecoverable > 0) {
+            f.push_str(" DATA LOST");
+        }
         if self.dr.as_ref().is_some_and(|d| d.infeasible.is_some()) {
             f.push_str(" INFEASIBLE");
         }
@@ -503,6 +537,13 @@ impl Report {
                     "warning: {}: deferred work grew by {} operations ({} bytes, {} NVRAM \
                      entries) over the {:.3} s window: not sustainable at this load",
                     r.label, g.ops, g.bytes, g.nvram_entries, r.window_s
+                ));
+            }
+            if let Some(l) = r.latent.as_ref().filter(|l| l.unrecoverable > 0) {
+                w.push(format!(
+                    "warning: {}: {} host reads met a latent sector error on every copy left and were \
+                     answered without their data (data lost); {} errors met, {} repaired",
+                    r.label, l.unrecoverable, l.errors, l.repairs
                 ));
             }
         }
