@@ -102,7 +102,11 @@ fn latent_sector_errors_are_repaired_from_a_mirror_or_reported_as_data_lost() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("DATA LOST"), "{out}");
-    assert!(stderr(&o).contains("answered without their data"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("answered without their data"),
+        "{}",
+        stderr(&o)
+    );
 
     for (layout, dm, rate, says) in [
         ("raid-10", 2, "1.5", "array.latent_error_rate"),

@@ -209,6 +209,59 @@ impl BackingStore {
         Ok(())
     }
 
+    /// A failed disk's spare takes its place: a marker naming the disk is made durable
+    /// first (a crash before the rebuild ends then finds it: [`Self::interrupted_rebuild`]),
+    /// then the disk's file is emptied — a new disk holds nothing until the rebuild writes
+    /// it.
+    pub fn replace_disk(&mut self, disk: usize) -> Result<(), StoreError> {
+        let marker = self.rebuild_marker();
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Io { path, source }
+        };
+        std::fs::write(&marker, format!("{disk}\n")).map_err(io(&marker))?;
+        File::open(&marker)
+            .and_then(|f| f.sync_all())
+            .map_err(io(&marker))?;
+        File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(&self.dir))?;
+        let len = self.shape.disk_sectors * u64::from(self.shape.sector_bytes);
+        let path = self.path(disk);
+        let f = &self.files[disk];
+        f.set_len(0)
+            .and_then(|()| f.set_len(len))
+            .and_then(|()| f.sync_all())
+            .map_err(io(&path))
+    }
+
+    /// The spare of `disk` is rebuilt: once its file is durable, the marker goes.
+    pub fn rebuilt(&mut self, disk: usize) -> Result<(), StoreError> {
+        self.files[disk]
+            .sync_all()
+            .map_err(|source| StoreError::Io {
+                path: self.path(disk),
+                source,
+            })?;
+        let marker = self.rebuild_marker();
+        std::fs::remove_file(&marker).map_err(|source| StoreError::Io {
+            path: marker,
+            source,
+        })
+    }
+
+    /// The disk whose rebuild onto a spare had not finished when the directory was last
+    /// used: its file holds only what the rebuild had written.
+    pub fn interrupted_rebuild(&self) -> Option<usize> {
+        std::fs::read_to_string(self.rebuild_marker())
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+    }
+
+    fn rebuild_marker(&self) -> PathBuf {
+        self.dir.join("rebuilding")
+    }
+
     /// Whether the previous user of the directory did not stop cleanly.
     pub fn was_unclean(&self) -> bool {
         self.unclean

@@ -425,6 +425,9 @@ struct Driver {
     counted_to: Nanos,
     /// `--record`: every request accepted, at its arrival.
     recorder: Option<Recorder>,
+    /// A failed disk: its spare's file is emptied when the rebuild starts, and the rebuild
+    /// marked finished when it ends (what has been done of the two).
+    spare: (bool, bool),
 }
 
 /// Sleeping gives way to spinning this long before a deadline. With a 1 ns timer slack a
@@ -496,6 +499,7 @@ impl Driver {
             first_request: None,
             counted_to: Nanos::ZERO,
             recorder,
+            spare: (false, false),
         }
     }
 
@@ -701,9 +705,26 @@ impl Driver {
         }
     }
 
+    /// A failed disk's spare: emptied when the core starts the rebuild (before the rebuild's
+    /// first move, handed over next), marked rebuilt when the core says it is.
+    fn follow_rebuild(&mut self) {
+        let Some(r) = self.engine.rebuild() else {
+            return;
+        };
+        if r.started.is_some() && !self.spare.0 {
+            self.spare.0 = true;
+            self.io.send(Job::Replace(r.disk));
+        }
+        if r.done.is_some() && !self.spare.1 {
+            self.spare.1 = true;
+            self.io.send(Job::Rebuilt(r.disk));
+        }
+    }
+
     /// Hands the core's NVRAM writes, then its data moves, to the I/O thread before acting
     /// on each of its actions, until it has none (the order `spindle::engine::data` asks for).
     fn drain(&mut self) {
+        self.follow_rebuild();
         loop {
             let mut effects = false;
             while let Some(w) = self.engine.poll_nvram() {

@@ -50,6 +50,11 @@ pub(crate) enum Job {
     Answer(Answer),
     /// FLUSH: answered once everything answered before it is durable.
     Flush(oneshot::Sender<Reply>),
+    /// A failed disk's spare takes its place ([`BackingStore::replace_disk`]): before any
+    /// move of the rebuild.
+    Replace(usize),
+    /// The spare of this disk is rebuilt ([`BackingStore::rebuilt`]).
+    Rebuilt(usize),
     /// The statistics, with the clock thread's mean of requests in the array (also sent,
     /// with a dropped receiver, just before the clock thread stops: the final figure).
     Stats {
@@ -401,6 +406,16 @@ impl Worker {
                             lock(&answers).bufs.insert(id, buf);
                         }
                         _ => perform(&mut store, None, &ctx, mv),
+                    }
+                }
+                Job::Replace(disk) => {
+                    if let Err(e) = store.replace_disk(disk) {
+                        eprintln!("spindle serve: replacing disk {disk} by a spare: {e}");
+                    }
+                }
+                Job::Rebuilt(disk) => {
+                    if let Err(e) = store.rebuilt(disk) {
+                        eprintln!("spindle serve: disk {disk} rebuilt: {e}");
                     }
                 }
                 Job::Answer(x) => lock(&answers).answer(x),

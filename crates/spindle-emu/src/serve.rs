@@ -59,14 +59,6 @@ pub fn serve_until(
     // The record file first: a bad path is refused before anything starts.
     let record = opts.record.as_deref().map(RecordFile::create).transpose()?;
     let a = &exp.spec.array;
-    if a.failed_disk.is_some() {
-        return Err(exp
-            .error(
-                "array.failed_disk",
-                "spindle serve does not emulate disk failures yet (spindle run simulates them)",
-            )
-            .to_string());
-    }
     if a.latent_error_rate.is_some() {
         return Err(exp
             .error(
@@ -88,10 +80,32 @@ pub fn serve_until(
         disks: engine.disk_count(),
         sector_bytes: engine.sector_bytes(),
         disk_sectors: built.disk_sectors,
-        layout: built.layout_label.clone(),
+        // The data's layout: a configured failure (the parity layouts' label names it) is
+        // not part of it, so a store outlives the failure and its rebuild.
+        layout: built
+            .layout_label
+            .split(" fail d")
+            .next()
+            .unwrap_or_default()
+            .to_string(),
         drive: built.drive_id.clone(),
     };
     let store = BackingStore::open(&opts.data_dir, shape).map_err(|e| e.to_string())?;
+    if let Some(d) = store.interrupted_rebuild() {
+        // The disk's file holds only what the rebuild wrote: it must be rebuilt again
+        // before anything reads it.
+        let again = a.failed_disk == Some(d as u32)
+            && a.fail_at_ms.unwrap_or(0.0) == 0.0
+            && a.rebuild != Some(false);
+        if !again {
+            return Err(format!(
+                "{}: disk {d} was being rebuilt onto a spare when the emulator stopped, so \
+                 its file is incomplete: serve with array.failed_disk = {d} and \
+                 array.fail_at_ms = 0 to rebuild it again",
+                opts.data_dir.display()
+            ));
+        }
+    }
     let description = format!(
         "{} on {} ({} scheduler), emulated by spindle",
         built.layout_label, built.drive_id, built.scheduler_label
