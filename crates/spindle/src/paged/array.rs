@@ -176,7 +176,7 @@ impl PagedArray {
         let region_sectors = 2 * ckpt_sectors + cfg.log_sectors.max(1);
         if region_sectors * 4 > cap {
             return Err(format!(
-                "map_log_sectors: the map log region ({region_sectors} sectors) takes more than a quarter of the {}",
+                "the page map log region ({region_sectors} sectors) would take more than a quarter of the {}: the drive is too small for layout \"paged\"",
                 drive.id
             ));
         }
