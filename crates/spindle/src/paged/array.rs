@@ -386,10 +386,7 @@ impl PagedArray {
         }
         // A write logs at most two records at dispatch and one at completion.
         let room = disk.log.has_room(4);
-        while room {
-            let Some(id) = self.disks[d].deferred.pop_front() else {
-                break;
-            };
+        while let Some(id) = room.then(|| self.disks[d].deferred.pop_front()).flatten() {
             let op = self.ops[id].clone();
             let disk = &self.disks[d];
             let targets: Vec<u32> = if disk.gen[op.page as usize] != op.gen
