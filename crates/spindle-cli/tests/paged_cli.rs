@@ -148,3 +148,22 @@ fn striped_paged_disks_share_the_load() {
         assert!(d["ops"].as_u64().unwrap() > 500, "{d}");
     }
 }
+
+#[test]
+fn the_same_seed_gives_the_same_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = experiment(dir.path(), &body("replicas = 5\nds = 2", 0.3));
+    let run = || {
+        let o = spindle(&[
+            "run",
+            &exp,
+            "--json",
+            "--quiet",
+            "--set",
+            "workload.queue_depth=3",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        o.stdout
+    };
+    assert_eq!(run(), run());
+}
