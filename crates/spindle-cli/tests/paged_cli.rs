@@ -110,6 +110,8 @@ fn bad_keys_are_errors_that_name_the_key() {
         ("dr = 2", "array.dr"),
         ("scheduler = \"satf\"", "array.scheduler"),
         ("ds = 1.5", "array.ds"),
+        ("ds = 4000", "array.ds"),
+        ("map_nvram_bytes = 1000000000000", "array.map_nvram_bytes"),
     ] {
         let exp = experiment(dir.path(), &body(array, 1.0));
         let o = spindle(&["run", &exp]);

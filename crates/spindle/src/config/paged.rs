@@ -8,6 +8,9 @@ use crate::paged::{PagedArray, PagedConfig};
 use crate::sched::Policy;
 use std::sync::Arc;
 
+/// The page map log's NVRAM per disk, at most (its ring is allocated whole).
+const MAX_MAP_NVRAM_BYTES: u64 = 64 << 20;
+
 impl Experiment {
     /// The paged-disk keys given to another layout are errors naming the key.
     pub(super) fn refuse_paged_keys(&self) -> Result<(), ConfigError> {
@@ -144,6 +147,16 @@ impl Experiment {
                 format!("must be within 1..=8, got {replicas}"),
             ));
         }
+        // The ring is allocated whole, per disk: 64 MiB at most.
+        if a.map_nvram_bytes > MAX_MAP_NVRAM_BYTES {
+            return Err(self.error(
+                "array.map_nvram_bytes",
+                format!(
+                    "layout \"paged\" keeps at most {MAX_MAP_NVRAM_BYTES} bytes of map NVRAM per disk, got {}",
+                    a.map_nvram_bytes
+                ),
+            ));
+        }
         let records = a.map_nvram_bytes.saturating_sub(HEADER_BYTES) / 8;
         if records < 8 {
             return Err(self.error(
@@ -169,7 +182,13 @@ impl Experiment {
                 log_sectors: DEFAULT_LOG_SECTORS,
             },
         )
-        .map_err(|m| self.error("array", m))?;
+        .map_err(|m| {
+            // The one limit that is about the number of disks names it.
+            match m.strip_prefix("ds: ") {
+                Some(why) => self.error("array.ds", why),
+                None => self.error("array", m),
+            }
+        })?;
         let label = format!(
             "paged {ds}x{replicas}-way {}kb{}",
             page_bytes / 1024,

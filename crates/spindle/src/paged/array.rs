@@ -42,6 +42,8 @@ use std::sync::Arc;
 pub const DEFAULT_PAGE_BYTES: u64 = 8192;
 pub const DEFAULT_LOG_NVRAM_RECORDS: u64 = 4096;
 pub const DEFAULT_LOG_SECTORS: u64 = 4096;
+/// The page slots of all disks together, at most (the page maps' memory: ~1.6 GB).
+pub const MAX_SLOTS_TOTAL: u64 = 1 << 27;
 
 #[derive(Clone, Debug)]
 pub struct PagedConfig {
@@ -183,6 +185,17 @@ impl PagedArray {
         let cut = Cut::new(&drive, cap - region_sectors, page_sectors, cfg.replicas)
             .map_err(|e| format!("page_kb/replicas: {e}"))?;
         let cut = Arc::new(cut);
+        // Each disk keeps its own page map (about 12 bytes a slot): bounded, so a large
+        // `ds` is an error, not an allocation failure.
+        let slots_total = u64::from(cut.slots) * u64::from(cfg.ds);
+        if slots_total > MAX_SLOTS_TOTAL {
+            return Err(format!(
+                "ds: {} paged disks of the {} hold {slots_total} page slots; at most {MAX_SLOTS_TOTAL} (about {} disks)",
+                cfg.ds,
+                drive.id,
+                MAX_SLOTS_TOTAL / u64::from(cut.slots).max(1)
+            ));
+        }
         let region = Region {
             first_lba: cap - region_sectors,
             ckpt_sectors,
