@@ -630,6 +630,21 @@ fn ew_array_with_an_eager_background_copy_loses_no_flushed_write() {
 }
 
 #[test]
+fn paged_disk_with_bad_tenants_loses_no_flushed_write() {
+    // 4 KiB pages (the client's block), 4 copies each; a small map NVRAM (60 records) makes
+    // the page map log flush often. A page rewritten in place (its only copy: a bad tenant
+    // under the head) may tear, as on a standard disk.
+    crash_many(
+        "paged 4-way, bad tenants",
+        &format!(
+            "{DRIVE}[array]\nlayout = \"paged\"\npage_kb = 4\nreplicas = 4\n\
+             map_nvram_bytes = 512\n{LOAD}"
+        ),
+        false,
+    );
+}
+
+#[test]
 fn ddm_with_its_background_move_home_loses_no_flushed_write() {
     crash_many(
         "ddm 1x2, two synchronous copies",

@@ -158,6 +158,15 @@ pub struct ArraySpec {
     /// keys (`config/parv_array.rs`) and, unless `[drive] model` is given, the drive.
     #[serde(default)]
     pub parv: Option<String>,
+    /// Paged disk: the page size in KiB (absent: 8).
+    #[serde(default)]
+    pub page_kb: Option<u64>,
+    /// Paged disk: copies of each page around its home track, 1–8 (absent: 1).
+    #[serde(default)]
+    pub replicas: Option<u32>,
+    /// Paged disk: writes may land as bad tenants under the head (absent: true).
+    #[serde(default)]
+    pub bad_tenants: Option<bool>,
     /// Parity layouts (raid-5, raid-4): disks per parity group G (absent: 5).
     #[serde(default)]
     pub group_width: Option<u32>,
@@ -258,6 +267,8 @@ pub enum LayoutName {
     /// Parity groups with a dedicated parity disk.
     #[serde(rename = "raid-4", alias = "raid4")]
     Raid4,
+    /// Paged disk with bad tenants (paged-disk paper).
+    Paged,
 }
 
 /// A scheduling policy by name: a disk policy of [`Policy`] or an eager-writing one.
@@ -308,6 +319,7 @@ impl LayoutName {
             LayoutName::Ddm => "ddm",
             LayoutName::Raid5 => "raid-5",
             LayoutName::Raid4 => "raid-4",
+            LayoutName::Paged => "paged",
         }
     }
 
@@ -364,6 +376,9 @@ impl Default for ArraySpec {
             age_bound_ms: None,
             random_phase: true,
             parv: None,
+            page_kb: None,
+            replicas: None,
+            bad_tenants: None,
             group_width: None,
             parity_rotation: None,
             reconstruct_fraction: None,
@@ -1110,7 +1125,7 @@ impl Experiment {
                 v => Ok(v),
             }
         };
-        if a.layout.is_eager() || a.layout.is_parity() {
+        if a.layout.is_eager() || a.layout.is_parity() || a.layout == LayoutName::Paged {
             return Err(self.error(
                 "array.layout",
                 format!("\"{}\" is not a Ds x Dr x Dm layout", a.layout.name()),
@@ -1159,7 +1174,11 @@ impl Experiment {
             LayoutName::StripedMirror => [None, Some(1), None],
             LayoutName::SrArray => [None, None, Some(1)],
             LayoutName::SrMirror => [None, None, None],
-            LayoutName::EwArray | LayoutName::Ddm | LayoutName::Raid5 | LayoutName::Raid4 => {
+            LayoutName::EwArray
+            | LayoutName::Ddm
+            | LayoutName::Raid5
+            | LayoutName::Raid4
+            | LayoutName::Paged => {
                 unreachable!("handled above")
             }
         };
@@ -1666,7 +1685,10 @@ impl Experiment {
                 }
             }
         }
-        let built = if a.layout.is_eager() {
+        self.refuse_paged_keys()?;
+        let built = if a.layout == LayoutName::Paged {
+            self.build_paged(&drive)?
+        } else if a.layout.is_eager() {
             self.build_ew(&drive, age_bound)?
         } else if a.layout.is_parity() {
             self.build_parity(&drive, age_bound)?
@@ -2216,6 +2238,7 @@ struct Prepared {
 }
 
 mod dr;
+mod paged;
 mod parity;
 mod parv_array;
 mod template;

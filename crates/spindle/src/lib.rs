@@ -16,6 +16,7 @@ pub mod ew;
 pub mod fuzzing;
 pub mod layout;
 pub mod metrics;
+pub mod paged;
 pub mod raid5;
 pub mod sched;
 pub mod sim;

@@ -94,7 +94,8 @@ fn check_window(r: &Report, what: &str) {
             + c.map_logging
             + c.destage_read
             + c.destage_write
-            + c.rebuild;
+            + c.rebuild
+            + c.cleaning;
         assert!(
             (sum - d.utilization).abs() < 1e-9,
             "{what}: disk {} causes sum to {sum}, utilisation {}",

@@ -23,7 +23,7 @@ noise = false              # seek and overhead noise as the drive file gives it
 
 [array]
 layout = "jbod"            # jbod | striping | mirror | raid-10 | striped-mirror | sr-array |
-                           #   sr-mirror | ew-array | ddm | raid-5 | raid-4
+                           #   sr-mirror | ew-array | ddm | raid-5 | raid-4 | paged
 # disks = 1                # D; absent: the product of the dimensions (JBOD: 1)
 # ds = 1                   # striping; a free dimension may be left out when disks is given
 # dr = 1                   # rotational replicas
@@ -43,6 +43,10 @@ random_phase = true        # the disks' spindles are not synchronised
 map_nvram_bytes = {map_nvram}
 map_portions = {portions}
 # free_layout = "even"     # even | random
+# Paged disk (paged; docs/paged.md): ds disks, pages striped round-robin
+# page_kb = 8              # page size; a page never spans a track
+# replicas = 1             # copies of each page, evenly spaced around its home track (1-8)
+# bad_tenants = true       # a write may land under the head over a replicated page
 # Parity arrays (raid-5, raid-4; docs/raid5.md)
 # group_width = 5
 # parity_rotation = "left-symmetric"

@@ -25,10 +25,13 @@ pub enum Cause {
     DestageWrite,
     /// Reconstructing a failed disk's contents onto a spare.
     Rebuild,
+    /// Moving data to where it belongs in the background: a paged disk's cleaner moving
+    /// bad tenants home and restoring replication.
+    Cleaning,
 }
 
 impl Cause {
-    pub const ALL: [Cause; 7] = [
+    pub const ALL: [Cause; 8] = [
         Cause::HostRead,
         Cause::HostWrite,
         Cause::DelayedWrite,
@@ -36,6 +39,7 @@ impl Cause {
         Cause::DestageRead,
         Cause::DestageWrite,
         Cause::Rebuild,
+        Cause::Cleaning,
     ];
 
     fn index(self) -> usize {
@@ -80,6 +84,7 @@ pub struct CauseShares {
     pub destage_read: f64,
     pub destage_write: f64,
     pub rebuild: f64,
+    pub cleaning: f64,
 }
 
 impl CauseShares {
@@ -100,6 +105,7 @@ impl CauseShares {
             destage_read: share(Cause::DestageRead),
             destage_write: share(Cause::DestageWrite),
             rebuild: share(Cause::Rebuild),
+            cleaning: share(Cause::Cleaning),
         }
     }
 }
