@@ -107,14 +107,23 @@ impl TrackEfficiency {
     }
 }
 
-/// `requests` random track-sized accesses of `op` on `drive`, each started when the last
+/// `requests` random track-sized accesses of `op` on `drive` at tracks among its first
+/// `span` of capacity (1.0: the whole disk; less: shorter seeks), each started when the last
 /// one ended with the arm where it left it (random seeks, random rotational phase): once at
 /// the start of a random track (aligned) and once at a random sector of that track, with the
 /// track's size (unaligned: it crosses into the next track). Both sequences see the same
 /// tracks and the same offsets, whatever the drive.
-pub fn track_efficiency(drive: &Drive, op: Op, requests: u32, seed: u64) -> TrackEfficiency {
+pub fn track_efficiency(
+    drive: &Drive,
+    op: Op,
+    span: f64,
+    requests: u32,
+    seed: u64,
+) -> TrackEfficiency {
     assert!(requests > 0, "at least one request");
+    assert!(span > 0.0 && span <= 1.0, "span within (0, 1], got {span}");
     let cap = drive.capacity_sectors();
+    let within = ((cap as f64 * span) as u64).clamp(1, cap);
     let mut rng = Pcg64Mcg::seed_from_u64(seed);
     let phase_ns = rng.gen_range(0..drive.period().0);
     let start = HeadState {
@@ -126,7 +135,7 @@ pub fn track_efficiency(drive: &Drive, op: Op, requests: u32, seed: u64) -> Trac
     let (mut now_a, mut now_u) = (Nanos::ZERO, Nanos::ZERO);
     let (mut aligned, mut unaligned) = (Totals::default(), Totals::default());
     for _ in 0..requests {
-        let (track, len) = track_bounds(drive, rng.gen_range(0..cap));
+        let (track, len) = track_bounds(drive, rng.gen_range(0..within));
         let len = u32::try_from(len).expect("a track fits u32");
         let shift = rng.gen_range(0..u64::from(len));
         let unaligned_lba = (track + shift).min(cap - u64::from(len));
@@ -160,6 +169,9 @@ pub fn track_efficiency(drive: &Drive, op: Op, requests: u32, seed: u64) -> Trac
 pub enum StripeUnit {
     /// One track of the zone the stripe lies in (track-aligned RAID).
     Track,
+    /// A track's worth from an arbitrary sector (a conventional array moving the same
+    /// amount per disk without regard for track boundaries).
+    UnalignedTrack,
     /// A fixed number of sectors.
     Sectors(u32),
 }
@@ -227,6 +239,10 @@ pub fn stripe_bandwidth(
     for _ in 0..requests {
         let (lba, len) = match unit {
             StripeUnit::Track => track_bounds(drive, rng.gen_range(0..cap)),
+            StripeUnit::UnalignedTrack => {
+                let (_, len) = track_bounds(drive, rng.gen_range(0..cap));
+                (rng.gen_range(0..=cap - len), len)
+            }
             StripeUnit::Sectors(n) => {
                 let n = u64::from(n);
                 (rng.gen_range(0..cap / n) * n, n)

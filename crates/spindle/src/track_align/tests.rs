@@ -308,8 +308,8 @@ fn track_aligned_is_refused_where_it_is_not_built() {
 #[test]
 fn aligned_track_reads_are_more_efficient_and_zero_latency_widens_the_gap() {
     let d = builtin_drive("atlas10k").unwrap();
-    let plain = track_efficiency(&d, Op::Read, 400, 1);
-    let zl = track_efficiency(&d.with_zero_latency(true).unwrap(), Op::Read, 400, 1);
+    let plain = track_efficiency(&d, Op::Read, 1.0, 400, 1);
+    let zl = track_efficiency(&d.with_zero_latency(true).unwrap(), Op::Read, 1.0, 400, 1);
     // Aligned saves the head switch; with zero latency it also saves the rotational wait.
     assert!(plain.ratio() > 1.0, "{plain:?}");
     assert!(
@@ -324,7 +324,7 @@ fn aligned_track_reads_are_more_efficient_and_zero_latency_widens_the_gap() {
         zl.aligned.rotation_ms()
     );
     // The same seed gives the same numbers.
-    let again = track_efficiency(&d, Op::Read, 400, 1);
+    let again = track_efficiency(&d, Op::Read, 1.0, 400, 1);
     assert_eq!(again.aligned, plain.aligned);
     assert_eq!(again.unaligned, plain.unaligned);
 }
@@ -338,5 +338,8 @@ fn track_aligned_stripes_beat_unaligned_units_of_the_same_size() {
     let track = stripe_bandwidth(&d, 4, false, StripeUnit::Track, Op::Read, 200, 3).unwrap();
     let fixed = stripe_bandwidth(&d, 4, false, StripeUnit::Sectors(334), Op::Read, 200, 3).unwrap();
     assert!(track.mb_s > fixed.mb_s * 1.1, "{track:?} {fixed:?}");
+    let unaligned =
+        stripe_bandwidth(&d, 4, false, StripeUnit::UnalignedTrack, Op::Read, 200, 3).unwrap();
+    assert!(track.mb_s > unaligned.mb_s * 1.2, "{track:?} {unaligned:?}");
     assert!(stripe_bandwidth(&d, 2, true, StripeUnit::Track, Op::Read, 1, 3).is_err());
 }
