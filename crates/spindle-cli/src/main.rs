@@ -14,6 +14,7 @@ mod run_cmd;
 mod serve_cmd;
 mod sweep_cmd;
 mod trace_cmd;
+mod track_align_cmd;
 mod validate_cmd;
 
 use clap::{Parser, Subcommand};
@@ -55,6 +56,9 @@ enum Cmd {
     Validate(validate_cmd::ValidateArgs),
     /// Emulate an experiment's array in real time with real data, served over NBD.
     Serve(serve_cmd::ServeArgs),
+    /// Track-sized accesses aligned vs unaligned on every drive, and track-aligned RAID
+    /// bandwidth against the stripe unit (docs/track_aligned.md).
+    TrackAlign(track_align_cmd::TrackAlignArgs),
 }
 
 fn main() {
@@ -69,6 +73,7 @@ fn main() {
         Cmd::Bench(args) => bench::run(args, cli.quiet),
         Cmd::Validate(args) => validate_cmd::run(args, cli.quiet),
         Cmd::Serve(args) => serve_cmd::run(args),
+        Cmd::TrackAlign(args) => track_align_cmd::run(args),
     };
     if let Err(err) = result {
         // A closed pipe on stdout (`spindle … | head`) is not an error.

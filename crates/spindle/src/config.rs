@@ -121,6 +121,11 @@ pub struct ArraySpec {
     pub dm: Option<u32>,
     #[serde(default = "sixty_four_k")]
     pub stripe_unit_bytes: u64,
+    /// Striped and mirrored layouts (Dr = 1): the stripe unit is one track of its zone
+    /// instead of `stripe_unit_bytes`, so no unit crosses a track boundary (track-aligned
+    /// extents and RAID; docs/track_aligned.md).
+    #[serde(default)]
+    pub track_aligned: bool,
     #[serde(default)]
     pub placement: Placement,
     #[serde(default)]
@@ -363,6 +368,7 @@ impl Default for ArraySpec {
             dr: None,
             dm: None,
             stripe_unit_bytes: sixty_four_k(),
+            track_aligned: false,
             placement: Placement::default(),
             writes: WritePolicy::default(),
             nvram_entries: nvram_default(),
@@ -1686,6 +1692,18 @@ impl Experiment {
             }
         }
         self.refuse_paged_keys()?;
+        if a.track_aligned
+            && (a.layout.is_eager() || a.layout.is_parity() || a.layout == LayoutName::Paged)
+        {
+            return Err(self.error(
+                "array.track_aligned",
+                format!(
+                    "is built for the striped and mirrored layouts (striping, mirror, raid-10, \
+                     striped-mirror), not \"{}\"",
+                    a.layout.name()
+                ),
+            ));
+        }
         let built = if a.layout == LayoutName::Paged {
             self.build_paged(&drive)?
         } else if a.layout.is_eager() {
@@ -1894,17 +1912,18 @@ impl Experiment {
                 ))
             }
         };
-        let layout = Layout::new(
-            drive,
-            &LayoutConfig {
-                shape,
-                stripe_unit_bytes: a.stripe_unit_bytes,
-                placement: a.placement,
-                data_set_bytes: a.data_set_bytes,
-                seed: s.seed,
-            },
-        )
-        .map_err(|e| self.error("array", e.0))?;
+        let layout_cfg = LayoutConfig {
+            shape,
+            stripe_unit_bytes: a.stripe_unit_bytes,
+            placement: a.placement,
+            data_set_bytes: a.data_set_bytes,
+            seed: s.seed,
+        };
+        let layout = match a.track_aligned {
+            false => Layout::new(drive, &layout_cfg).map_err(|e| self.error("array", e.0))?,
+            true => Layout::new_track_aligned(drive, &layout_cfg)
+                .map_err(|e| self.error("array.track_aligned", e.0))?,
+        };
         let failure = self.failure(a, shape.disks())?;
         if let Some(f) = &failure {
             Array::check_failure(&layout, f, drive.geometry().sector_bytes())
@@ -2199,6 +2218,9 @@ fn groups_label(p: &GroupsParams, block_bytes: u64) -> String {
 fn describe_layout(array: &Array, writes: WritePolicy) -> String {
     let l = array.layout();
     let mut s = l.shape().describe();
+    if l.track_aligned() {
+        s += " track-aligned";
+    }
     if l.replicas() > 1 {
         s += &format!(" {}", l.placement().name());
     }

@@ -23,6 +23,7 @@ pub mod sim;
 pub mod sweep;
 pub mod testing;
 pub mod time;
+pub mod track_align;
 pub mod validate;
 pub mod workload;
 

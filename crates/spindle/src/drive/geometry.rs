@@ -470,6 +470,29 @@ impl Geometry {
         (chs, run, (idx, z.sectors_per_track))
     }
 
+    /// The LBAs of the track holding `lba`: its first LBA and how many it holds (the
+    /// track's data sectors less any slipped ones; a zone's last track may hold fewer, its
+    /// end taken by the zone's spares). `None` for a DiskSim layout, whose tracks need not
+    /// hold a contiguous range of LBAs (remapped defects, serpentine order).
+    pub fn track_of(&self, lba: u64) -> Option<(u64, u64)> {
+        assert!(lba < self.capacity_sectors(), "lba {lba} beyond capacity");
+        if self.g1.is_some() {
+            return None;
+        }
+        let slot = self.lba_to_slot(lba);
+        let z = &self.zones[self
+            .zones
+            .partition_point(|z| z.first_slot + z.slots <= slot)];
+        let dpt = u64::from(z.data_per_track);
+        let first = z.first_slot + (slot - z.first_slot) / dpt * dpt;
+        let end = (first + dpt).min(z.first_slot + z.slots);
+        let slipped_before = |x: u64| self.slipped_slots.partition_point(|&s| s < x) as u64;
+        let start = first - slipped_before(first);
+        let len = end - slipped_before(end) - start;
+        assert!(start <= lba && lba < start + len, "lba inside its track");
+        Some((start, len))
+    }
+
     /// How many LBAs from `lba` on lie in consecutive physical sectors of the same track.
     pub fn run_on_track(&self, lba: u64) -> u32 {
         assert!(lba < self.capacity_sectors(), "lba {lba} beyond capacity");
@@ -699,6 +722,27 @@ mod tests {
         }
     }
 
+    proptest! {
+        // A track's LBAs (`track_of`) are exactly the LBAs on its cylinder and head: the one
+        // before it and the one after it lie on other tracks, every LBA inside on this one
+        // (slips and zone-end spares included).
+        #[test]
+        fn track_of_is_the_track_and_nothing_else(frac in 0.0f64..1.0) {
+            let mut s = small_spec();
+            s.slips = vec![3, 40, 41, 1_000];
+            let g = Geometry::new(&s).unwrap();
+            let lba = ((g.capacity_sectors() - 1) as f64 * frac) as u64;
+            let (start, len) = g.track_of(lba).unwrap();
+            let track = |l: u64| { let c = g.lba_to_chs(l); (c.cylinder, c.head) };
+            prop_assert!(len > 0 && start <= lba && lba < start + len);
+            for l in start..start + len {
+                prop_assert_eq!(track(l), track(lba));
+                prop_assert_eq!(g.track_of(l), Some((start, len)));
+            }
+            if start > 0 { prop_assert_ne!(track(start - 1), track(lba)); }
+            if start + len < g.capacity_sectors() { prop_assert_ne!(track(start + len), track(lba)); }
+        }
+    }
     proptest! {
         // Every zone of every library drive: a random LBA inside the zone maps to a physical
         // sector of that zone and back to itself.

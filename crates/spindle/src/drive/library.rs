@@ -41,6 +41,15 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("t7k250", include_str!("../../../../drives/t7k250.toml")),
     ("exos_x24", include_str!("../../../../drives/exos_x24.toml")),
     ("hc580", include_str!("../../../../drives/hc580.toml")),
+    (
+        "atlas10kv",
+        include_str!("../../../../drives/atlas10kv.toml"),
+    ),
+    (
+        "cheetah15k4",
+        include_str!("../../../../drives/cheetah15k4.toml"),
+    ),
+    ("map3367", include_str!("../../../../drives/map3367.toml")),
 ];
 
 /// The drive file text of a built-in drive, or `None` for an unknown id. Ids are lowercase.

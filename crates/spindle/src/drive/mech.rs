@@ -91,6 +91,9 @@ pub struct Drive {
     write_settle_ns: i64,
     overhead_read: Span,
     overhead_write: Span,
+    /// Zero-latency access ([`DriveSpec::zero_latency`]): each track's part of an access
+    /// starts at whichever of its sectors first comes under the head.
+    zero_latency: bool,
     seek_noise: Option<Normal<f64>>,
     rotation_noise: Option<Normal<f64>>,
     cache: Option<Box<CacheSpec>>,
@@ -200,6 +203,15 @@ impl Drive {
             });
         }
         let geometry = Geometry::new(spec)?;
+        if spec.zero_latency && (geometry.is_disksim() || spec.cache.is_some()) {
+            return Err(DriveError::Invalid {
+                key: "zero_latency".into(),
+                msg: "is modelled for drives with spindle's own layout and no [cache]; a \
+                      DiskSim drive's zero-latency access is its [cache] \
+                      immediate_buffer_read/immediate_buffer_write"
+                    .into(),
+            });
+        }
         let noise =
             |key: &str, sigma: f64, scale: f64| -> Result<Option<Normal<f64>>, DriveError> {
                 if !(sigma.is_finite() && sigma >= 0.0) {
@@ -224,6 +236,7 @@ impl Drive {
             write_settle_ns: signed_settle(spec)?,
             overhead_read: ms("overhead_read_ms", spec.overhead_read_ms)?,
             overhead_write: ms("overhead_write_ms", spec.overhead_write_ms)?,
+            zero_latency: spec.zero_latency,
             seek_noise: noise("noise.seek_rel_sigma", spec.noise.seek_rel_sigma, 1.0)?,
             rotation_noise: noise("noise.rotation_sigma_ms", spec.noise.rotation_sigma_ms, 1e6)?,
             geometry,
@@ -342,6 +355,58 @@ impl Drive {
 
     pub fn head_switch(&self) -> Span {
         self.head_switch
+    }
+
+    /// Whether the drive reads and writes a track's sectors in the order they come under
+    /// the head (zero-latency access).
+    pub fn zero_latency(&self) -> bool {
+        self.zero_latency
+    }
+
+    /// The same drive with zero-latency access turned on or off (`spindle track-align`
+    /// compares both on every drive). Errors as [`Drive::from_spec`] does for a DiskSim
+    /// layout or an on-disk buffer.
+    pub fn with_zero_latency(&self, on: bool) -> Result<Drive, DriveError> {
+        if on && (self.geometry.is_disksim() || self.cache.is_some()) {
+            return Err(DriveError::Invalid {
+                key: "zero_latency".into(),
+                msg: "is modelled for drives with spindle's own layout and no [cache]".into(),
+            });
+        }
+        Ok(Drive {
+            zero_latency: on,
+            ..self.clone()
+        })
+    }
+
+    /// Zero-latency timing of the `run` sectors from rotational index `idx` of `spt` on the
+    /// track the head is over, `wait` before the first of them comes under it: `None` when
+    /// the head is not inside the run's arc (the access then waits for its first sector as
+    /// usual). Otherwise the sector `j` (1 ≤ j < run) whose start comes first, and the wait
+    /// for it; the run then takes `span(run)` of transfer plus the gap of the track it does
+    /// not want (`period - span(run)`, zero for a whole track) to come back to sector 0.
+    #[inline]
+    fn zero_latency_start(&self, wait: Span, idx: u64, spt: u64, run: u64) -> Option<(u64, Span)> {
+        let p = u128::from(self.period_ns);
+        if wait.0 == 0 || run < 2 {
+            return None;
+        }
+        // How far past the run's first sector the head is.
+        let x = u128::from(self.period_ns - wait.0);
+        let base = p * u128::from(idx) / u128::from(spt);
+        let span = |j: u64| p * (u128::from(idx) + u128::from(j)) / u128::from(spt) - base;
+        if x >= span(run) {
+            return None;
+        }
+        // The first sector boundary at or after the head: floor(p·(idx+j)/spt) >= x + base.
+        let j = ((x + base) * u128::from(spt)).div_ceil(p) - u128::from(idx);
+        let j = u64::try_from(j).expect("j <= run");
+        debug_assert!(j >= 1 && span(j) >= x && span(j - 1) < x);
+        if j >= run {
+            return None;
+        }
+        let to_boundary = u64::try_from(span(j) - x).expect("under a sector");
+        Some((j, Span(to_boundary)))
     }
 
     pub fn capacity_sectors(&self) -> u64 {
@@ -534,7 +599,8 @@ impl Drive {
     /// with the arm at `head` has moved by `t`: the largest `k` with
     /// `access(now, head, first k sectors).end <= t` (0 for none). One walk over the tracks
     /// the access crosses, where a search over `k` would time an access at every step (the
-    /// read-ahead's progress is asked on every command that meets one).
+    /// read-ahead's progress is asked on every command that meets one). Not for a
+    /// zero-latency drive (validated to have no on-disk buffer, so no read-ahead).
     pub fn sectors_moved_by(
         &self,
         now: Nanos,
@@ -543,6 +609,10 @@ impl Drive {
         (lba, sectors): (u64, u32),
         t: Nanos,
     ) -> u64 {
+        assert!(
+            !self.zero_latency,
+            "the read-ahead's progress is not modelled for zero-latency drives (they have no buffer)"
+        );
         if sectors == 0 {
             return 0;
         }
@@ -636,6 +706,8 @@ impl Drive {
             a.rotation = Span(jittered.max(0.0).round() as u64);
         }
         t += a.rotation;
+        // The rotational wait just paid for the current track's first sector.
+        let mut wait = a.rotation;
         let (mut lba, mut left, mut at) = (lba, sectors, first);
         let mut rest = runs[1..].iter();
         loop {
@@ -646,11 +718,36 @@ impl Drive {
                 None => Span(self.period_ns * (idx + j) / spt - self.period_ns * idx / spt),
             };
             let xfer = span(u64::from(run));
-            if let Some(times) = sector_times.as_deref_mut() {
-                times.extend((1..=u64::from(run)).map(|j| (t + span(j - 1), t + span(j))));
+            let zero_latency = match self.zero_latency {
+                true => self.zero_latency_start(wait, idx, spt, u64::from(run)),
+                false => None,
+            };
+            if let Some((j, to_boundary)) = zero_latency {
+                // Zero-latency access: the head is inside the run's arc; it moves sectors
+                // j.. as they come, passes the part of the track the run does not want, then
+                // moves sectors ..j: a revolution after sector j's start.
+                let period = Span(self.period_ns);
+                let landed = Nanos(t.0 - wait.0);
+                let start_j = landed + to_boundary;
+                a.rotation = a.rotation - wait + to_boundary + (period - xfer);
+                if let Some(times) = sector_times.as_deref_mut() {
+                    times.extend((0..u64::from(run)).map(|i| {
+                        let start = match i >= j {
+                            true => start_j + (span(i) - span(j)),
+                            false => start_j + (period - span(j)) + span(i),
+                        };
+                        (start, start + (span(i + 1) - span(i)))
+                    }));
+                }
+                a.transfer += xfer;
+                t = start_j + period;
+            } else {
+                if let Some(times) = sector_times.as_deref_mut() {
+                    times.extend((1..=u64::from(run)).map(|j| (t + span(j - 1), t + span(j))));
+                }
+                a.transfer += xfer;
+                t += xfer;
             }
-            a.transfer += xfer;
-            t += xfer;
             (cyl, hd) = (at.chs.cylinder, at.chs.head);
             left -= run;
             lba += u64::from(run);
@@ -664,7 +761,7 @@ impl Drive {
             let switch = self.seek_span(cyl, hd, at.chs, op);
             a.switches += switch;
             t += switch;
-            let wait = self.rotational_wait(t, head.phase_ns, at.angle_ns);
+            wait = self.rotational_wait(t, head.phase_ns, at.angle_ns);
             a.rotation += wait;
             t += wait;
         }
@@ -876,7 +973,10 @@ mod tests {
     #[test]
     fn sectors_moved_by_is_the_longest_prefix_done() {
         for id in crate::drive::library::builtin_ids() {
+            // The read-ahead's progress is asked of drives with an on-disk buffer, which
+            // never have zero-latency access.
             let d = crate::drive::builtin_drive(id).unwrap();
+            let d = d.with_zero_latency(false).unwrap();
             check_sectors_moved_by(&d, 7);
         }
         check_sectors_moved_by(&Drive::from_spec(&spec()).unwrap(), 8);

@@ -43,6 +43,12 @@ pub struct DriveSpec {
     /// Extra settle time a write pays after a seek or head switch (ms).
     #[serde(default)]
     pub write_settle_ms: f64,
+    /// Zero-latency access (read-on-arrival, write-on-arrival): an access starts moving data
+    /// at whichever of its sectors on a track first comes under the head and comes round
+    /// for the rest, so a whole-track access pays no rotational latency (docs/drives.md,
+    /// docs/track_aligned.md). Absent: false, every access waits for its first sector.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zero_latency: bool,
     /// Fixed per-command controller overhead for reads (ms): the dissertation's To.
     pub overhead_read_ms: f64,
     /// Fixed per-command controller overhead for writes (ms).
@@ -186,6 +192,7 @@ pub(crate) fn test_spec(surfaces: u32, cylinders: u32, sectors_per_track: u32) -
         },
         head_switch_ms: 0.0,
         write_settle_ms: 0.0,
+        zero_latency: false,
         overhead_read_ms: 0.0,
         overhead_write_ms: 0.0,
         noise: NoiseSpec::default(),

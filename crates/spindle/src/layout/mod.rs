@@ -10,13 +10,22 @@
 //! compact band of cylinders from the outer edge, so the seek span shrinks by Ds.
 //!
 //! JBOD concatenates whole disks.
+//!
+//! **Track-aligned** (`[array] track_aligned`, after Schindler et al.'s track-aligned
+//! extents and Atropos): the stripe unit is one track, so it varies by zone. Stripe row `r`
+//! is track `r` of every column (the disks are identical, so a row's units are equal), and
+//! a unit never crosses a track boundary. Row `r` starts at logical sector `Ds · s_r`, where
+//! `s_r` is track `r`'s first LBA: logical sector `l` lies in the row of the track holding
+//! disk LBA `⌊l / Ds⌋`. No sector is skipped; a track with slipped sectors, or a zone's last
+//! track cut short by its spares, is a shorter unit.
 
 mod band;
 
 pub use band::{Band, Placement};
 
-use crate::drive::Drive;
+use crate::drive::{Drive, Geometry};
 use std::ops::Range;
+use std::sync::Arc;
 
 /// The array's shape, as configured.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -89,6 +98,8 @@ pub struct Layout {
     column_sectors: u64,
     capacity: u64,
     band: Band,
+    /// Track-aligned: the geometry whose tracks are the stripe units.
+    tracks: Option<Arc<Geometry>>,
 }
 
 /// What a layout is built from.
@@ -134,6 +145,7 @@ impl Layout {
                 column_sectors: disk_sectors,
                 capacity,
                 band: Band::identity(disk_sectors),
+                tracks: None,
             });
         }
         if cfg.stripe_unit_bytes == 0 || !cfg.stripe_unit_bytes.is_multiple_of(sector) {
@@ -178,7 +190,78 @@ impl Layout {
             column_sectors,
             capacity: column_sectors * u64::from(columns),
             band,
+            tracks: None,
         })
+    }
+
+    /// A track-aligned layout (module documentation): Ds × 1 × Dm whose stripe unit is one
+    /// track of the zone it lies in; `cfg.stripe_unit_bytes` is not used.
+    pub fn new_track_aligned(drive: &Drive, cfg: &LayoutConfig) -> Result<Layout, LayoutError> {
+        let err = |m: String| Err(LayoutError(m));
+        let geo = drive.geometry();
+        let (ds, dr, dm) = cfg.shape.dims();
+        if let Shape::Jbod { .. } = cfg.shape {
+            return err("track_aligned stripes data over tracks: jbod has no stripe unit".into());
+        }
+        if ds == 0 || dr == 0 || dm == 0 {
+            return err(format!(
+                "{}: every dimension must be at least 1",
+                cfg.shape.describe()
+            ));
+        }
+        if dr != 1 {
+            return err(format!(
+                "{}: track_aligned needs Dr = 1 (rotational replicas place their own copies \
+                 within each track)",
+                cfg.shape.describe()
+            ));
+        }
+        if geo.is_disksim() {
+            return err(format!(
+                "track_aligned needs a drive with spindle's own layout; {}'s tracks are a \
+                 DiskSim layout, whose tracks need not hold contiguous LBAs",
+                drive.id
+            ));
+        }
+        let sector = u64::from(geo.sector_bytes());
+        let disk_sectors = drive.capacity_sectors();
+        let per_column = match cfg.data_set_bytes {
+            Some(0) => return err("the data set is empty".into()),
+            Some(b) => {
+                let per = b.div_ceil(sector).div_ceil(u64::from(ds));
+                if per > disk_sectors {
+                    return err(format!(
+                        "{}: data set of {b} bytes needs {per} sectors on each of {ds} \
+                         columns; a disk holds {disk_sectors}",
+                        cfg.shape.describe()
+                    ));
+                }
+                per
+            }
+            // One disk's worth over the columns (the dissertation's convention).
+            None => disk_sectors.div_ceil(u64::from(ds)),
+        };
+        // Whole tracks per column: up to the end of the track holding its last sector.
+        let (last, len) = geo
+            .track_of(per_column - 1)
+            .expect("spindle's own layout has contiguous tracks");
+        let column_sectors = last + len;
+        let (_, first_track) = geo.track_of(0).expect("contiguous tracks");
+        Ok(Layout {
+            shape: cfg.shape,
+            columns: ds,
+            dm,
+            stripe_unit: first_track,
+            column_sectors,
+            capacity: column_sectors * u64::from(ds),
+            band: Band::identity(column_sectors),
+            tracks: Some(Arc::new(geo.clone())),
+        })
+    }
+
+    /// Whether the stripe unit is one track ([`Layout::new_track_aligned`]).
+    pub fn track_aligned(&self) -> bool {
+        self.tracks.is_some()
     }
 
     pub fn shape(&self) -> Shape {
@@ -231,6 +314,13 @@ impl Layout {
 
     /// The logical sector where `piece` begins (the inverse of [`Layout::pieces`]).
     pub fn logical_of(&self, piece: &Piece) -> u64 {
+        if let Some(geo) = &self.tracks {
+            let (start, len) = geo
+                .track_of(piece.offset)
+                .expect("validated: contiguous tracks");
+            let cols = u64::from(self.columns);
+            return start * cols + u64::from(piece.column) * len + (piece.offset - start);
+        }
         let unit = piece.offset / self.stripe_unit;
         let within = piece.offset % self.stripe_unit;
         (unit * u64::from(self.columns) + u64::from(piece.column)) * self.stripe_unit + within
@@ -239,6 +329,17 @@ impl Layout {
     /// The column holding logical sector `lba` and its offset in the column's data.
     #[inline]
     pub fn column_offset(&self, lba: u64) -> (u32, u64) {
+        if let Some(geo) = &self.tracks {
+            // The row of the track holding disk LBA ⌊lba / Ds⌋ starts at Ds × its first LBA.
+            let cols = u64::from(self.columns);
+            let (unit_start, unit) = geo
+                .track_of(lba / cols)
+                .expect("validated: contiguous tracks");
+            let rel = lba - unit_start * cols;
+            let column = u32::try_from(rel / unit).expect("column fits u32");
+            assert!(column < self.columns, "a row holds one unit per column");
+            return (column, unit_start + rel % unit);
+        }
         let unit = lba / self.stripe_unit;
         let within = lba % self.stripe_unit;
         let cols = u64::from(self.columns);
@@ -255,8 +356,15 @@ impl Layout {
         let (mut lba, mut left) = (lba, u64::from(sectors));
         while left > 0 {
             let (column, offset) = self.column_offset(lba);
-            let within = lba % self.stripe_unit;
-            let mut len = left.min(self.stripe_unit - within);
+            let (unit_start, unit) = match &self.tracks {
+                Some(geo) => geo.track_of(offset).expect("validated: contiguous tracks"),
+                None => (
+                    offset / self.stripe_unit * self.stripe_unit,
+                    self.stripe_unit,
+                ),
+            };
+            let within = offset - unit_start;
+            let mut len = left.min(unit - within);
             len = len.min(self.band.contiguous(offset, len));
             debug_assert!(len > 0 && offset + len <= self.column_sectors);
             out.push(Piece {

@@ -846,6 +846,12 @@ impl<'a> Importer<'a> {
             },
             head_switch_ms: 0.0,
             write_settle_ms: 0.0,
+            // DiskSim's zero-latency switches are the disk's "Immediate buffer read" and
+            // "Immediate buffer write" ([cache] immediate_buffer_read/write); its g1
+            // mechanics still start every access at the requested sector
+            // (`g1_access_block`), so the imported drive keeps the mechanical flag off to
+            // reproduce DiskSim (docs/track_aligned.md).
+            zero_latency: false,
             overhead_read_ms: 0.0,
             overhead_write_ms: 0.0,
             noise: NoiseSpec::default(),
