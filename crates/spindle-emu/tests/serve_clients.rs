@@ -29,7 +29,7 @@ fn run(tool: &str, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
-const LAYOUTS: [&str; 11] = [
+const LAYOUTS: [&str; 12] = [
     "layout = \"jbod\"\ndisks = 1",
     "layout = \"striping\"\nds = 4\nstripe_unit_bytes = 16384",
     "layout = \"mirror\"\ndm = 2\nscheduler = \"satf\"",
@@ -42,6 +42,8 @@ const LAYOUTS: [&str; 11] = [
     "layout = \"raid-5\"\ndisks = 5\nwrite_cache_bytes = 0",
     "layout = \"raid-5\"\ndisks = 5\nwrite_cache_bytes = 262144\ndestage = \"linear-threshold\"",
     "layout = \"raid-4\"\ndisks = 4\ngroup_width = 4\nwrite_cache_bytes = 0\nscheduler = \"satf\"",
+    // 4 KiB pages so that fio's 4 KiB blocks are whole pages; its data set is every page.
+    "layout = \"paged\"\nreplicas = 4\npage_kb = 4",
 ];
 
 #[test]
@@ -51,9 +53,14 @@ fn real_clients_pass_against_every_layout() {
         return;
     }
     for layout in LAYOUTS {
+        let data_set = if layout.contains("paged") {
+            ""
+        } else {
+            "data_set_bytes = 67108864\n"
+        };
         let text = format!(
-            "seed = 2\n[drive]\nmodel = \"st39133lwv\"\n[array]\n{layout}\n\
-             data_set_bytes = 67108864\n[workload]\nkind = \"closed\"\n[run]\nrequests = 1\n"
+            "seed = 2\n[drive]\nmodel = \"st39133lwv\"\n[array]\n{layout}\n{data_set}\
+             [workload]\nkind = \"closed\"\n[run]\nrequests = 1\n"
         );
         let exp = Experiment::parse(&text, "test", &[]).expect("valid experiment");
         let dir = tempfile::tempdir().expect("tempdir");
