@@ -62,29 +62,8 @@ fn real_clients_pass_against_every_layout() {
             "seed = 2\n[drive]\nmodel = \"st39133lwv\"\n[array]\n{layout}\n{data_set}\
              [workload]\nkind = \"closed\"\n[run]\nrequests = 1\n"
         );
-        let exp = Experiment::parse(&text, "test", &[]).expect("valid experiment");
         let dir = tempfile::tempdir().expect("tempdir");
-        let (uri_tx, uri_rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-        let data_dir = dir.path().join("data");
-        let server = std::thread::spawn(move || {
-            let opts = ServeOptions {
-                data_dir,
-                listen: Listen::Tcp("127.0.0.1:0".parse().expect("address")),
-                export_name: "spindle".into(),
-                clock: Default::default(),
-                record: None,
-                limits: Default::default(),
-            };
-            serve_until(
-                &exp,
-                &no_files,
-                opts,
-                |u| uri_tx.send(u.to_string()).expect("send"),
-                Some(stop_rx),
-            )
-        });
-        let uri = uri_rx.recv().expect("the server reports its address");
+        let (uri, stop_tx, server) = serve_in_thread(&text, dir.path().join("data"));
 
         let (ok, out) = run("nbdinfo", &["--size", &uri]);
         assert!(ok, "{layout}: nbdinfo: {out}");
@@ -150,6 +129,18 @@ fn real_clients_pass_against_every_layout() {
     }
 }
 
+/// The options every test serves with: TCP on a free local port, export "spindle".
+fn options(data_dir: std::path::PathBuf) -> ServeOptions {
+    ServeOptions {
+        data_dir,
+        listen: Listen::Tcp("127.0.0.1:0".parse().expect("address")),
+        export_name: "spindle".into(),
+        clock: Default::default(),
+        record: None,
+        limits: Default::default(),
+    }
+}
+
 /// Serves `text` on `data_dir` in a thread; returns the URI, the stop switch and the thread.
 #[allow(clippy::type_complexity)]
 fn serve_in_thread(
@@ -164,14 +155,7 @@ fn serve_in_thread(
     let (uri_tx, uri_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
     let server = std::thread::spawn(move || {
-        let opts = ServeOptions {
-            data_dir,
-            listen: Listen::Tcp("127.0.0.1:0".parse().expect("address")),
-            export_name: "spindle".into(),
-            clock: Default::default(),
-            record: None,
-            limits: Default::default(),
-        };
+        let opts = options(data_dir);
         serve_until(
             &exp,
             &no_files,
@@ -300,14 +284,7 @@ fn failed_disk_is_rebuilt_under_real_clients(layout: &str) {
     let e = spindle_emu::serve::serve_until(
         &Experiment::parse(&exp(""), "test", &[]).expect("valid"),
         &no_files,
-        ServeOptions {
-            data_dir: data_dir.clone(),
-            listen: Listen::Tcp("127.0.0.1:0".parse().expect("address")),
-            export_name: "spindle".into(),
-            clock: Default::default(),
-            record: None,
-            limits: Default::default(),
-        },
+        options(data_dir.clone()),
         |_| {},
         None,
     )

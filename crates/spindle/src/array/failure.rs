@@ -320,8 +320,16 @@ impl Array {
         }
     }
 
-    /// Queues a rebuild operation of `piece` on the `m`-th disk of its mirror set.
-    fn queue_rebuild_op(&mut self, now: Nanos, kind: Kind, piece: Piece, copies: u64, m: u32) {
+    /// Queues an operation no host request waits for (a rebuild step's read or write, a
+    /// latent error's repair) of `piece` on the `m`-th disk of its mirror set; its id.
+    pub(super) fn queue_rebuild_op(
+        &mut self,
+        now: Nanos,
+        kind: Kind,
+        piece: Piece,
+        copies: u64,
+        m: u32,
+    ) -> usize {
         let id = self.new_op(DiskOp {
             kind,
             slot: None,
@@ -343,6 +351,7 @@ impl Array {
         if self.disks[disk].busy.is_none() {
             self.out.mark_for_dispatch(disk);
         }
+        id
     }
 
     /// A rebuild operation of `piece` finished: a read is followed by the spare's write (and

@@ -220,21 +220,7 @@ impl Array {
             }
             let target_disk = first + m as usize;
             let target = self.replica_runs(&op.piece, mask as u8);
-            let rid = self.new_op(DiskOp {
-                kind: Kind::Repair,
-                slot: None,
-                piece: op.piece,
-                copies: mask << (m * dr),
-                holders: 1 << m,
-                in_delayed: false,
-                delayed_hint: u32::MAX,
-                entry: None,
-                version: 0,
-                seq: 0,
-                queued_at: now,
-                #[cfg(test)]
-                must_see: Vec::new(),
-            });
+            let rid = self.queue_rebuild_op(now, Kind::Repair, op.piece, mask << (m * dr), m);
             self.latent
                 .as_mut()
                 .expect("latent errors are on")
@@ -250,11 +236,6 @@ impl Array {
                         superseded: false,
                     },
                 );
-            let r = self.request_for(rid, target_disk);
-            self.disks[target_disk].queue.push(r);
-            if self.disks[target_disk].busy.is_none() {
-                self.out.mark_for_dispatch(target_disk);
-            }
         }
     }
 

@@ -247,6 +247,33 @@ impl Array {
     }
 }
 
+/// `n` requests of 1–24 sectors on the first `cap` sectors, in bursts (70 % of arrivals up
+/// to 3 ms after the previous one, the rest at the same instant), reads with probability
+/// `read_p`: pieces collide, duplicates race and pending writes are overtaken.
+fn random_traffic(rng: &mut Pcg64Mcg, cap: u64, n: u64, read_p: f64) -> Vec<HostRequest> {
+    let mut t = 0u64;
+    (0..n)
+        .map(|id| {
+            let sectors = [1u32, 8, 8, 16, 24][rng.gen_range(0..5)];
+            let lba = rng.gen_range(0..(cap - 24) / 8) * 8 + rng.gen_range(0..2) * 4;
+            if rng.gen::<f64>() < 0.7 {
+                t += rng.gen_range(0..3_000_000);
+            }
+            HostRequest {
+                id,
+                op: if rng.gen_bool(read_p) {
+                    Op::Read
+                } else {
+                    Op::Write
+                },
+                lba,
+                sectors,
+                arrival: Nanos(t),
+            }
+        })
+        .collect()
+}
+
 #[allow(clippy::too_many_arguments)] // a test fixture: every knob is a parameter
 fn layout_array(
     ds: u32,

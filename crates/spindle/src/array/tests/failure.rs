@@ -73,27 +73,7 @@ fn mirrored_arrays_lose_no_acknowledged_write_through_a_failure_and_rebuild() {
         let mut a = failing_array((ds, dr, dm), writes, policy, fail(disk, at_ms, rate), case)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         let cap = a.capacity_sectors().min(2048);
-        let mut t = 0u64;
-        let reqs: Vec<_> = (0..600u64)
-            .map(|id| {
-                let sectors = [1u32, 8, 8, 16, 24][rng.gen_range(0..5)];
-                let lba = rng.gen_range(0..(cap - 24) / 8) * 8 + rng.gen_range(0..2) * 4;
-                if rng.gen::<f64>() < 0.7 {
-                    t += rng.gen_range(0..3_000_000);
-                }
-                HostRequest {
-                    id,
-                    op: if rng.gen_bool(0.5) {
-                        Op::Read
-                    } else {
-                        Op::Write
-                    },
-                    lba,
-                    sectors,
-                    arrival: Nanos(t),
-                }
-            })
-            .collect();
+        let reqs = random_traffic(&mut rng, cap, 600, 0.5);
         // Acknowledged writes are often read back at once, while copies are pending.
         let mut next_id = 600u64;
         let mut follow_rng = Pcg64Mcg::seed_from_u64(case);

@@ -185,27 +185,7 @@ fn repairs_never_write_stale_data_under_random_traffic() {
         );
         let mut a = latent_array((ds, dr, dm), writes, policy, rate, failure, case);
         let cap = a.capacity_sectors().min(1024);
-        let mut t = 0u64;
-        let reqs: Vec<_> = (0..500u64)
-            .map(|id| {
-                let sectors = [1u32, 8, 8, 16, 24][rng.gen_range(0..5)];
-                let lba = rng.gen_range(0..(cap - 24) / 8) * 8 + rng.gen_range(0..2) * 4;
-                if rng.gen::<f64>() < 0.7 {
-                    t += rng.gen_range(0..3_000_000);
-                }
-                HostRequest {
-                    id,
-                    op: if rng.gen_bool(0.6) {
-                        Op::Read
-                    } else {
-                        Op::Write
-                    },
-                    lba,
-                    sectors,
-                    arrival: Nanos(t),
-                }
-            })
-            .collect();
+        let reqs = random_traffic(&mut rng, cap, 500, 0.6);
         let out = drain(&mut a, &reqs);
         let mut ids: Vec<_> = out.iter().map(|c| c.id).collect();
         ids.sort_unstable();
