@@ -218,48 +218,51 @@ impl Experiment {
     fn paged_cleaner(&self) -> Result<CleanerPolicy, ConfigError> {
         let a = &self.spec.array;
         let name = a.cleaner.as_deref().unwrap_or("none");
-        let policy =
-            match name {
-                "none" => CleanerPolicy::None,
-                "idle" => {
-                    let ms = a.cleaner_idle_ms.unwrap_or(100.0);
-                    if !(ms.is_finite() && (0.0..=86_400_000.0).contains(&ms)) {
-                        return Err(self.error(
-                            "array.cleaner_idle_ms",
-                            format!("must be within 0 ..= 86400000 ms, got {ms}"),
-                        ));
-                    }
-                    CleanerPolicy::Idle {
-                        idle_ns: (ms * 1e6).round() as u64,
-                    }
+        let policy = match name {
+            "none" => CleanerPolicy::None,
+            "idle" => {
+                let ms = a.cleaner_idle_ms.unwrap_or(100.0);
+                if !(ms.is_finite() && (0.0..=86_400_000.0).contains(&ms)) {
+                    return Err(self.error(
+                        "array.cleaner_idle_ms",
+                        format!("must be within 0 ..= 86400000 ms, got {ms}"),
+                    ));
                 }
-                "dirtiness" => CleanerPolicy::Dirtiness {
-                    max_tenants: a.cleaner_max_tenants.unwrap_or(1000),
-                },
-                "piggyback" => CleanerPolicy::Piggyback,
-                "nightly" => {
-                    let w = a.cleaner_window.as_deref().unwrap_or(&[0.0, 3600.0]);
-                    let ok = |v: f64| v.is_finite() && (0.0..=86_400.0).contains(&v);
-                    match w {
-                        &[start, len] if ok(start) && ok(len) => CleanerPolicy::Nightly {
-                            start_ns: (start * 1e9).round() as u64 % crate::paged::array::DAY_NS,
-                            len_ns: (len * 1e9).round() as u64,
-                        },
-                        _ => return Err(self.error(
+                CleanerPolicy::Idle {
+                    idle_ns: (ms * 1e6).round() as u64,
+                }
+            }
+            "dirtiness" => CleanerPolicy::Dirtiness {
+                max_tenants: a.cleaner_max_tenants.unwrap_or(1000),
+            },
+            "piggyback" => CleanerPolicy::Piggyback,
+            "nightly" => {
+                let w = a.cleaner_window.as_deref().unwrap_or(&[0.0, 3600.0]);
+                let ok = |v: f64| v.is_finite() && (0.0..=86_400.0).contains(&v);
+                match w {
+                    &[start, len] if ok(start) && ok(len) => CleanerPolicy::Nightly {
+                        start_ns: (start * 1e9).round() as u64 % crate::paged::array::DAY_NS,
+                        len_ns: (len * 1e9).round() as u64,
+                    },
+                    _ => {
+                        return Err(self.error(
                             "array.cleaner_window",
                             format!(
                                 "must be [start_s, length_s], each within 0 ..= 86400, got {w:?}"
                             ),
-                        )),
+                        ))
                     }
                 }
-                other => return Err(self.error(
+            }
+            other => {
+                return Err(self.error(
                     "array.cleaner",
                     format!(
                         "must be one of none, idle, dirtiness, piggyback, nightly; got \"{other}\""
                     ),
-                )),
-            };
+                ))
+            }
+        };
         for (key, given, applies) in [
             ("array.cleaner_idle_ms", a.cleaner_idle_ms.is_some(), "idle"),
             (

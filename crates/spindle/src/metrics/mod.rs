@@ -27,12 +27,14 @@ mod report;
 pub use rebuild::RebuildWatch;
 pub use report::{
     BacklogReport, BreakdownMs, CacheReport, DiskReport, DuringReport, EnergyReport,
-    HostQueueReport, LatencyStats, RebuildReport, Report, SeriesPoint, StateSeconds,
+    HostQueueReport, LatencyStats, PagedReport, RebuildReport, Report, SeriesPoint, StateSeconds,
     WriteCacheReport,
 };
 
 use crate::drive::PowerTotals;
-use crate::engine::{Backlog, Busy, CacheCounters, CauseShares, Completion, DiskCounters};
+use crate::engine::{
+    Backlog, Busy, CacheCounters, CauseShares, Completion, DiskCounters, PagedStatus,
+};
 use crate::{Nanos, Op};
 use hdrhistogram::Histogram;
 
@@ -50,6 +52,8 @@ pub struct Edge {
     pub cache: Option<CacheCounters>,
     /// Every disk's power totals, for a drive with power data (empty: none).
     pub power: Vec<Option<PowerTotals>>,
+    /// The paged disk's page state.
+    pub paged: Option<PagedStatus>,
 }
 
 /// Collects per-request measurements during a run. Call order, per event at time t:
@@ -234,6 +238,7 @@ impl Collector {
             backlog: Backlog::default(),
             cache: None,
             power: Vec::new(),
+            paged: None,
         };
         let (start, end) = match (self.start, self.end) {
             (Some(s), Some(e)) => (s, e),
@@ -347,6 +352,15 @@ impl Collector {
             },
             disks,
             energy,
+            paged: match (&start.paged, &end.paged) {
+                (Some(s), Some(e)) => Some(PagedReport {
+                    tenants_start: s.tenants,
+                    tenants_end: e.tenants,
+                    thin_end: e.thin,
+                    cleaned: e.cleaned - s.cleaned,
+                }),
+                _ => None,
+            },
             cache: match (&start.cache, &end.cache) {
                 (Some(s), Some(e)) => Some(CacheReport::new(s, e, window)),
                 _ => None,

@@ -152,6 +152,14 @@ impl DiskCleaner {
         (self.tenants.len() + self.thin.len()) as u64
     }
 
+    /// Pages at home with fewer than all their replicas (a scan of the map: report edges).
+    pub(super) fn thin_count(&self, map: &PageMap, replicas: u32) -> u64 {
+        let full = ((1u32 << replicas) - 1) as u8;
+        (0..map.pages())
+            .filter(|&p| matches!(map.state(p), PageState::Home(m) if m != full))
+            .count() as u64
+    }
+
     /// Cleaning operations started or owed in flight.
     pub(super) fn in_progress(&self) -> u64 {
         u64::from(self.cont.is_some()) + u64::from(self.piggy.is_some())

@@ -175,6 +175,16 @@ impl Engine for PagedArray {
         b
     }
 
+    fn paged(&self) -> Option<crate::engine::PagedStatus> {
+        let mut s = crate::engine::PagedStatus::default();
+        for d in &self.disks {
+            s.tenants += d.map.tenants();
+            s.thin += d.clean.thin_count(&d.map, self.cfg.replicas);
+            s.cleaned += d.clean.cleaned;
+        }
+        Some(s)
+    }
+
     fn counters(&self, disk: usize) -> DiskCounters {
         let d = &self.disks[disk];
         DiskCounters {
