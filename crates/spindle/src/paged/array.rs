@@ -628,7 +628,7 @@ impl PagedArray {
                 let id = f.op.expect("a read op");
                 self.disks[d].clean.last_host = now;
                 let page = self.ops[id].page;
-                self.clean_visit(d, s, Some(page));
+                self.clean_visit(d, s, Some(page), NONE);
                 self.part_done(now, id, &f.access)
             }
             Place::Write { slot, tenant } => {
@@ -648,7 +648,7 @@ impl PagedArray {
                 }
                 self.log_record(d, page, st);
                 self.disks[d].clean.last_host = now;
-                self.clean_visit(d, slot, None);
+                self.clean_visit(d, slot, None, page);
                 if !tenant && self.cfg.replicas > 1 {
                     let lba = self.ops[id].lba;
                     let rid = self.ops.insert(PageOp {

@@ -27,7 +27,8 @@
 //! - `piggyback`: when a host operation ends on a track, one page is cleaned in the same
 //!   visit, before the next host operation: the page just read if it is a bad tenant (in
 //!   memory: no read), else a bad tenant sitting on that track, else a bad tenant whose home
-//!   is that track.
+//!   is that track — never the page a host write just placed there (that would undo the
+//!   write's bad tenancy at the cost of a full replicated write and more).
 //! - `nightly`: like `idle` without the threshold (whenever no host work is queued), only
 //!   inside the window `cleaner_window = [start_s, length_s]` of virtual time, repeating
 //!   every 24 h.
@@ -238,8 +239,15 @@ impl PagedArray {
     }
 
     /// Piggyback: after a host operation on slot `slot` of disk `d` (`read_page`: the page a
-    /// host read just brought into memory).
-    pub(super) fn clean_visit(&mut self, d: usize, slot: u32, read_page: Option<u32>) {
+    /// host read just brought into memory; `written`: the page a host write just placed,
+    /// never cleaned in the same visit — that would undo its bad-tenant write).
+    pub(super) fn clean_visit(
+        &mut self,
+        d: usize,
+        slot: u32,
+        read_page: Option<u32>,
+        written: u32,
+    ) {
         if self.cfg.cleaner != CleanerPolicy::Piggyback || self.disks[d].clean.piggy.is_some() {
             return;
         }
@@ -254,12 +262,12 @@ impl PagedArray {
         if c.is_none() {
             c = (t.first_slot..t.first_slot + t.slots)
                 .map(|s| (s, map.page_at(s)))
-                .find(|&(s, q)| q != NONE && map.state(q) == PageState::Tenant(s))
+                .find(|&(s, q)| q != NONE && q != written && map.state(q) == PageState::Tenant(s))
                 .map(|(_, q)| (q, false));
         }
         if c.is_none() {
             c = (t.first_page..t.first_page + t.pages)
-                .find(|&p| matches!(map.state(p), PageState::Tenant(_)))
+                .find(|&p| p != written && matches!(map.state(p), PageState::Tenant(_)))
                 .map(|p| (p, false));
         }
         if let Some((p, mem)) = c {
