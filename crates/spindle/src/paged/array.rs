@@ -362,7 +362,9 @@ impl PagedArray {
         let head = &self.disks[d].head;
         let mut best: Option<(Span, u32)> = None;
         for s in slots {
-            let t = self.drive.position_time(now, head, op, &self.cut.target(s));
+            let t = self
+                .drive
+                .position_time(now, head, op, &self.cut.target(&self.drive, s));
             if best.is_none_or(|(bt, _)| t < bt) {
                 best = Some((t, s));
             }
@@ -507,7 +509,7 @@ impl PagedArray {
         let head = self.disks[d].head;
         targets.sort_by_key(|&s| {
             self.drive
-                .position_time(now, &head, Op::Write, &self.cut.target(s))
+                .position_time(now, &head, Op::Write, &self.cut.target(&self.drive, s))
         });
         let op = self.ops[id].clone();
         let runs: Vec<Run> = targets

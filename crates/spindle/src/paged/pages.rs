@@ -79,8 +79,6 @@ pub struct Cut {
     /// Track index by `cylinder · surfaces + head` (the first with that position), or NONE.
     by_position: Vec<u32>,
     surfaces: u32,
-    /// Each slot's rotational target.
-    targets: Vec<Target>,
 }
 
 impl Cut {
@@ -143,12 +141,6 @@ impl Cut {
                 by_position[k] = u32::try_from(i).expect("tracks fit u32");
             }
         }
-        let mut targets = Vec::with_capacity(slots as usize);
-        for t in &tracks {
-            for k in 0..t.slots {
-                targets.push(drive.locate(t.first_lba + u64::from(k * page_sectors)));
-            }
-        }
         Ok(Cut {
             tracks,
             slots,
@@ -157,7 +149,6 @@ impl Cut {
             page_sectors,
             by_position,
             surfaces,
-            targets,
         })
     }
 
@@ -198,8 +189,9 @@ impl Cut {
         t.first_lba + u64::from((s - t.first_slot) * self.page_sectors)
     }
 
-    pub fn target(&self, s: u32) -> Target {
-        self.targets[s as usize]
+    /// Slot `s`'s rotational target on `drive` (the drive the cut was made from).
+    pub fn target(&self, drive: &Drive, s: u32) -> Target {
+        drive.locate(self.lba(s))
     }
 
     /// The tracks under the head at `(cylinder, head)` (usually one; a track split by a slip

@@ -428,7 +428,7 @@ impl PagedArray {
         let head = self.disks[d].head;
         targets.sort_by_key(|&s| {
             self.drive
-                .position_time(now, &head, Op::Write, &self.cut.target(s))
+                .position_time(now, &head, Op::Write, &self.cut.target(&self.drive, s))
         });
         let runs: Vec<Run> = targets
             .iter()
