@@ -307,11 +307,8 @@ impl PagedArray {
             CleanerPolicy::Dirtiness { max_tenants } => {
                 let c = &mut self.disks[d].clean;
                 let n = c.tenants.len() as u64;
-                if n > max_tenants {
-                    c.engaged = true;
-                } else {
-                    c.engaged = false;
-                }
+                // Engaged above the threshold, until at most it again.
+                c.engaged = n > max_tenants;
                 if c.engaged && (!host_waiting || !c.last_clean) {
                     self.pick(d, true)
                 } else {
