@@ -172,6 +172,18 @@ pub struct ArraySpec {
     /// Paged disk: writes may land as bad tenants under the head (absent: true).
     #[serde(default)]
     pub bad_tenants: Option<bool>,
+    /// Paged disk: the cleaner policy, none | idle | dirtiness | piggyback | nightly.
+    #[serde(default)]
+    pub cleaner: Option<String>,
+    /// Paged disk, cleaner "idle": idle time before cleaning starts, ms (absent: 100).
+    #[serde(default)]
+    pub cleaner_idle_ms: Option<f64>,
+    /// Paged disk, cleaner "dirtiness": bad tenants per disk tolerated (absent: 1000).
+    #[serde(default)]
+    pub cleaner_max_tenants: Option<u64>,
+    /// Paged disk, cleaner "nightly": `[start_s, length_s]` of virtual time, every 24 h.
+    #[serde(default)]
+    pub cleaner_window: Option<Vec<f64>>,
     /// Parity layouts (raid-5, raid-4): disks per parity group G (absent: 5).
     #[serde(default)]
     pub group_width: Option<u32>,
@@ -385,6 +397,10 @@ impl Default for ArraySpec {
             page_kb: None,
             replicas: None,
             bad_tenants: None,
+            cleaner: None,
+            cleaner_idle_ms: None,
+            cleaner_max_tenants: None,
+            cleaner_window: None,
             group_width: None,
             parity_rotation: None,
             reconstruct_fraction: None,

@@ -200,6 +200,7 @@ fn edge(array: &dyn Engine, at: Nanos) -> Edge {
         busy: (0..array.disk_count()).map(|d| array.busy(d, at)).collect(),
         backlog: array.backlog(),
         cache: array.cache(at),
+        paged: array.paged(),
         power: (0..array.disk_count())
             .map(|d| array.power(d, at))
             .collect(),

@@ -4,7 +4,7 @@ use super::{Built, ConfigError, Experiment, LayoutName, SchedulerName, MAX_DISKS
 use crate::drive::Drive;
 use crate::paged::array::{DEFAULT_LOG_SECTORS, DEFAULT_PAGE_BYTES};
 use crate::paged::log::HEADER_BYTES;
-use crate::paged::{PagedArray, PagedConfig};
+use crate::paged::{CleanerPolicy, PagedArray, PagedConfig};
 use crate::sched::Policy;
 use std::sync::Arc;
 
@@ -22,6 +22,10 @@ impl Experiment {
             ("array.page_kb", a.page_kb.is_some()),
             ("array.replicas", a.replicas.is_some()),
             ("array.bad_tenants", a.bad_tenants.is_some()),
+            ("array.cleaner", a.cleaner.is_some()),
+            ("array.cleaner_idle_ms", a.cleaner_idle_ms.is_some()),
+            ("array.cleaner_max_tenants", a.cleaner_max_tenants.is_some()),
+            ("array.cleaner_window", a.cleaner_window.is_some()),
         ] {
             if given {
                 return Err(self.error(
@@ -173,6 +177,7 @@ impl Experiment {
             ));
         }
         let bad_tenants = a.bad_tenants.unwrap_or(true);
+        let cleaner = self.paged_cleaner()?;
         let p = PagedArray::new(
             drive.clone(),
             &PagedConfig {
@@ -185,6 +190,7 @@ impl Experiment {
                 seed: s.seed,
                 log_nvram_records: records,
                 log_sectors: DEFAULT_LOG_SECTORS,
+                cleaner,
             },
         )
         .map_err(|m| {
@@ -195,9 +201,13 @@ impl Experiment {
             }
         })?;
         let label = format!(
-            "paged {ds}x{replicas}-way {}kb{}",
+            "paged {ds}x{replicas}-way {}kb{}{}",
             page_bytes / 1024,
-            if bad_tenants { " bad-tenants" } else { "" }
+            if bad_tenants { " bad-tenants" } else { "" },
+            match cleaner {
+                CleanerPolicy::None => String::new(),
+                c => format!(" cleaner={}", c.name()),
+            }
         );
         Ok(Built {
             array: Box::new(p),
@@ -205,5 +215,79 @@ impl Experiment {
             layout_label: label,
             scheduler_label: "fcfs".into(),
         })
+    }
+}
+
+impl Experiment {
+    /// The cleaner policy and its keys (docs/paged.md); a key of another policy is an error.
+    fn paged_cleaner(&self) -> Result<CleanerPolicy, ConfigError> {
+        let a = &self.spec.array;
+        let name = a.cleaner.as_deref().unwrap_or("none");
+        let policy = match name {
+            "none" => CleanerPolicy::None,
+            "idle" => {
+                let ms = a.cleaner_idle_ms.unwrap_or(100.0);
+                if !(ms.is_finite() && (0.0..=86_400_000.0).contains(&ms)) {
+                    return Err(self.error(
+                        "array.cleaner_idle_ms",
+                        format!("must be within 0 ..= 86400000 ms, got {ms}"),
+                    ));
+                }
+                CleanerPolicy::Idle {
+                    idle_ns: (ms * 1e6).round() as u64,
+                }
+            }
+            "dirtiness" => CleanerPolicy::Dirtiness {
+                max_tenants: a.cleaner_max_tenants.unwrap_or(1000),
+            },
+            "piggyback" => CleanerPolicy::Piggyback,
+            "nightly" => {
+                let w = a.cleaner_window.as_deref().unwrap_or(&[0.0, 3600.0]);
+                let ok = |v: f64| v.is_finite() && (0.0..=86_400.0).contains(&v);
+                match w {
+                    &[start, len] if ok(start) && ok(len) => CleanerPolicy::Nightly {
+                        start_ns: (start * 1e9).round() as u64 % crate::paged::array::DAY_NS,
+                        len_ns: (len * 1e9).round() as u64,
+                    },
+                    _ => {
+                        return Err(self.error(
+                            "array.cleaner_window",
+                            format!(
+                                "must be [start_s, length_s], each within 0 ..= 86400, got {w:?}"
+                            ),
+                        ))
+                    }
+                }
+            }
+            other => {
+                return Err(self.error(
+                    "array.cleaner",
+                    format!(
+                        "must be one of none, idle, dirtiness, piggyback, nightly; got \"{other}\""
+                    ),
+                ))
+            }
+        };
+        for (key, given, applies) in [
+            ("array.cleaner_idle_ms", a.cleaner_idle_ms.is_some(), "idle"),
+            (
+                "array.cleaner_max_tenants",
+                a.cleaner_max_tenants.is_some(),
+                "dirtiness",
+            ),
+            (
+                "array.cleaner_window",
+                a.cleaner_window.is_some(),
+                "nightly",
+            ),
+        ] {
+            if given && name != applies {
+                return Err(self.error(
+                    key,
+                    format!("applies to cleaner = \"{applies}\", not \"{name}\""),
+                ));
+            }
+        }
+        Ok(policy)
     }
 }

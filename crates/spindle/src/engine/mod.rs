@@ -201,6 +201,17 @@ pub struct Backlog {
     pub nvram_entries: u64,
 }
 
+/// The paged disk's page state at an instant, summed over its disks (docs/paged.md).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PagedStatus {
+    /// Pages living as bad tenants.
+    pub tenants: u64,
+    /// Pages at home with fewer than all their replicas.
+    pub thin: u64,
+    /// Pages the cleaner has moved home or re-replicated so far.
+    pub cleaned: u64,
+}
+
 /// What a driver needs of an array controller: the SR-Mirror family's [`crate::array::Array`] and the
 /// eager-writing [`crate::ew::EwArray`] both are deterministic sans-I/O state machines fed
 /// with [`Engine::handle`] and drained with [`Engine::poll_action`] (see [`crate::array::Array`]).
@@ -260,6 +271,10 @@ pub trait Engine: Send {
     }
     /// Latent sector errors met and repaired so far, for a controller simulating them.
     fn latent(&self) -> Option<LatentCounters> {
+        None
+    }
+    /// The paged disk's bad tenants and cleaning so far.
+    fn paged(&self) -> Option<PagedStatus> {
         None
     }
     /// Time to rebuild the controller's volatile state after a crash now (eager-writing
@@ -354,6 +369,9 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
     }
     fn latent(&self) -> Option<LatentCounters> {
         (**self).latent()
+    }
+    fn paged(&self) -> Option<PagedStatus> {
+        (**self).paged()
     }
     fn enable_data_moves(&mut self) -> bool {
         (**self).enable_data_moves()

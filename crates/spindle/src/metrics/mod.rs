@@ -27,13 +27,14 @@ mod report;
 pub use rebuild::RebuildWatch;
 pub use report::{
     BacklogReport, BreakdownMs, CacheReport, DiskReport, DuringReport, EnergyReport,
-    HostQueueReport, LatencyStats, LatentReport, RebuildReport, Report, SeriesPoint, StateSeconds,
-    WriteCacheReport,
+    HostQueueReport, LatencyStats, LatentReport, PagedReport, RebuildReport, Report, SeriesPoint,
+    StateSeconds, WriteCacheReport,
 };
 
 use crate::drive::PowerTotals;
 use crate::engine::{
     Backlog, Busy, CacheCounters, CauseShares, Completion, DiskCounters, LatentCounters,
+    PagedStatus,
 };
 use crate::{Nanos, Op};
 use hdrhistogram::Histogram;
@@ -54,6 +55,8 @@ pub struct Edge {
     pub power: Vec<Option<PowerTotals>>,
     /// Latent sector errors so far, for a controller simulating them.
     pub latent: Option<LatentCounters>,
+    /// The paged disk's page state.
+    pub paged: Option<PagedStatus>,
 }
 
 /// Collects per-request measurements during a run. Call order, per event at time t:
@@ -239,6 +242,7 @@ impl Collector {
             cache: None,
             power: Vec::new(),
             latent: None,
+            paged: None,
         };
         let (start, end) = match (self.start, self.end) {
             (Some(s), Some(e)) => (s, e),
@@ -352,6 +356,15 @@ impl Collector {
             },
             disks,
             energy,
+            paged: match (&start.paged, &end.paged) {
+                (Some(s), Some(e)) => Some(PagedReport {
+                    tenants_start: s.tenants,
+                    tenants_end: e.tenants,
+                    thin_end: e.thin,
+                    cleaned: e.cleaned - s.cleaned,
+                }),
+                _ => None,
+            },
             cache: match (&start.cache, &end.cache) {
                 (Some(s), Some(e)) => Some(CacheReport::new(s, e, window)),
                 _ => None,

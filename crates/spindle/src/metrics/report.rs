@@ -284,6 +284,18 @@ pub struct BacklogGrowth {
     pub nvram_entries: i64,
 }
 
+/// The paged disk over the window (docs/paged.md).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PagedReport {
+    /// Pages living as bad tenants at the window's start and end (all disks).
+    pub tenants_start: u64,
+    pub tenants_end: u64,
+    /// Pages at home with fewer than all their replicas at the window's end.
+    pub thin_end: u64,
+    /// Pages the cleaner moved home or re-replicated inside the window.
+    pub cleaned: u64,
+}
+
 /// Share of the measured requests by which the backlog of deferred operations may grow over
 /// the window before the configuration is called unsustainable: a steady state's backlog
 /// wanders by a few operations per disk (one in flight, a few queued), a transient one
@@ -370,6 +382,9 @@ pub struct Report {
     /// after a crash at the end of the run (reading the map log region, replaying NVRAM).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub map_recovery_ms: Option<f64>,
+    /// The paged disk: bad tenants at the window's edges and pages cleaned inside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paged: Option<PagedReport>,
     /// Controllers with a write cache (parity arrays): the caches over the window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheReport>,

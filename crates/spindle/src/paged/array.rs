@@ -60,6 +60,8 @@ pub struct PagedConfig {
     pub log_nvram_records: u64,
     /// Sectors of each disk's map log region (after the two checkpoint copies).
     pub log_sectors: u64,
+    /// The cleaner's policy ([`cleaner`]).
+    pub cleaner: CleanerPolicy,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -89,6 +91,7 @@ enum Place {
     Write { slot: u32, tenant: bool },
     Replicas(Vec<u32>),
     Flush(Flush),
+    Clean(cleaner::CleanStep),
 }
 
 struct InFlight {
@@ -108,6 +111,13 @@ pub struct PagedCounters {
     pub checkpoints: u64,
 }
 
+impl PagedArray {
+    /// Pages disk `d`'s cleaner has moved home or re-replicated.
+    pub fn cleaned(&self, d: usize) -> u64 {
+        self.disks[d].clean.cleaned
+    }
+}
+
 struct Disk {
     head: HeadState,
     map: PageMap,
@@ -119,6 +129,7 @@ struct Disk {
     rng: Pcg64Mcg,
     log: MapLog,
     counters: PagedCounters,
+    clean: cleaner::DiskCleaner,
 }
 
 pub struct PagedArray {
@@ -232,6 +243,7 @@ impl PagedArray {
                         d as u64 * nv,
                     ),
                     counters: PagedCounters::default(),
+                    clean: cleaner::DiskCleaner::default(),
                 }
             })
             .collect();
@@ -328,6 +340,7 @@ impl PagedArray {
                 gen: 0,
             });
             self.disks[d].fg.push_back(id);
+            self.disks[d].clean.last_host = now;
             if self.disks[d].busy.is_none() {
                 self.out.mark_for_dispatch(d);
             }
@@ -389,6 +402,7 @@ impl PagedArray {
 
     fn log_record(&mut self, d: usize, page: u32, st: PageState) {
         self.disks[d].log.append(page, st.encode());
+        self.clean_note(d, page, st);
     }
 
     fn start_next(&mut self, now: Nanos, d: usize) {
@@ -401,6 +415,9 @@ impl PagedArray {
         }
         // A write logs at most two records at dispatch and one at completion.
         let room = disk.log.has_room(4);
+        if room && self.clean_urgent(now, d) {
+            return;
+        }
         while let Some(id) = room.then(|| self.disks[d].deferred.pop_front()).flatten() {
             let op = self.ops[id].clone();
             let disk = &self.disks[d];
@@ -421,6 +438,9 @@ impl PagedArray {
                 continue;
             }
             self.start_replicas(now, d, id, targets);
+            return;
+        }
+        if self.clean_policy(now, d, room) {
             return;
         }
         let Some(&id) = self.disks[d].fg.front() else {
@@ -606,7 +626,13 @@ impl PagedArray {
         debug_assert_eq!(f.access.end, now, "disk {d} completion at the wrong time");
         self.disks[d].clock.finish();
         match f.place {
-            Place::Read(_) => self.part_done(now, f.op.expect("a read op"), &f.access),
+            Place::Read(s) => {
+                let id = f.op.expect("a read op");
+                self.disks[d].clean.last_host = now;
+                let page = self.ops[id].page;
+                self.clean_visit(d, s, Some(page), NONE);
+                self.part_done(now, id, &f.access)
+            }
             Place::Write { slot, tenant } => {
                 let id = f.op.expect("a write op");
                 let page = self.ops[id].page;
@@ -623,6 +649,8 @@ impl PagedArray {
                     disk.counters.full_writes += 1;
                 }
                 self.log_record(d, page, st);
+                self.disks[d].clean.last_host = now;
+                self.clean_visit(d, slot, None, page);
                 if !tenant && self.cfg.replicas > 1 {
                     let lba = self.ops[id].lba;
                     let rid = self.ops.insert(PageOp {
@@ -654,6 +682,7 @@ impl PagedArray {
                 disk.counters.replica_copies += targets.len() as u64;
                 self.log_record(d, page, PageState::Home(m));
             }
+            Place::Clean(step) => self.clean_done(d, step),
             Place::Flush(fl) => {
                 let disk = &mut self.disks[d];
                 disk.log.flush_done(&fl);
@@ -681,4 +710,7 @@ impl PagedArray {
     }
 }
 
+mod cleaner;
 mod engine;
+
+pub use cleaner::{CleanerPolicy, DAY_NS};

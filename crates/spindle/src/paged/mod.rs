@@ -7,16 +7,17 @@
 //! - [`array`]: the controller: reads to the closest replica, writes as bad tenants under
 //!   the head or as full replicated writes with deferred replicas (4).
 //!
-//! Not built yet (part 2): the cleaner that moves bad tenants home and restores
-//! replication. Its work would be charged to [`crate::engine::Cause::Cleaning`]; the page
-//! map already answers what it needs (which pages are tenants, which home replicas are
-//! writable), and its copies would be deferred operations like the replica writes.
+//! - the cleaner (`array/cleaner.rs`): moves bad tenants home and restores replication,
+//!   charged to [`crate::engine::Cause::Cleaning`], under one of four policies
+//!   ([`CleanerPolicy`]).
 
 pub mod array;
 pub mod log;
 pub mod pages;
 
-pub use array::{PagedArray, PagedConfig, PagedCounters};
+pub use array::{CleanerPolicy, PagedArray, PagedConfig, PagedCounters};
 
+#[cfg(test)]
+mod cleaner_tests;
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,7 @@
 //! - after a crash at any instant (a running map-log write torn), recovery from the NVRAM image
 //!   and the map log region rebuilds every disk's page map exactly.
 
-use super::array::{PagedArray, PagedConfig};
+use super::array::{CleanerPolicy, PagedArray, PagedConfig};
 use super::pages::NONE;
 use crate::drive::{parse_drive, Drive, Run};
 use crate::engine::{Action, Bytes, DataMove, Engine, Event, HostRequest, NvramBytes};
@@ -51,10 +51,10 @@ full_ms = 6.0
 /// What a slot holds: (array page, host write id; 0 = the initial contents).
 type Tag = (u64, u64);
 
-struct Harness {
-    array: PagedArray,
+pub(super) struct Harness {
+    pub(super) array: PagedArray,
     page_sectors: u64,
-    now: Nanos,
+    pub(super) now: Nanos,
     busy: BTreeMap<(Nanos, usize), ()>,
     /// Per disk: slot LBA → tag.
     tags: Vec<HashMap<u64, Tag>>,
@@ -71,10 +71,16 @@ struct Harness {
     write_p: f64,
     hot: u64,
     done: u64,
+    /// Timers the array asked for.
+    wakes: std::collections::BTreeSet<Nanos>,
+    /// Think time: each answer brings the next request after 0 ..= think_ns (0: at once).
+    pub(super) think_ns: u64,
+    /// Requests to issue at these instants.
+    issues: BTreeMap<Nanos, u32>,
 }
 
 impl Harness {
-    fn new(cfg: &PagedConfig, seed: u64, write_p: f64, hot: u64) -> Harness {
+    pub(super) fn new(cfg: &PagedConfig, seed: u64, write_p: f64, hot: u64) -> Harness {
         let mut array = PagedArray::new(small_drive(), cfg).expect("a valid paged disk");
         assert!(array.enable_data_moves());
         let disks = cfg.ds as usize;
@@ -95,6 +101,9 @@ impl Harness {
             write_p,
             hot,
             done: 0,
+            wakes: Default::default(),
+            think_ns: 0,
+            issues: BTreeMap::new(),
         };
         // The initial contents: every mapped copy holds version 0 of its page.
         for d in 0..disks {
@@ -110,7 +119,7 @@ impl Harness {
         h
     }
 
-    fn issue(&mut self) {
+    pub(super) fn issue(&mut self) {
         let pages = self.array.pages().min(self.hot);
         let g = self.rng.gen_range(0..pages);
         let op = if self.rng.gen_bool(self.write_p) {
@@ -163,7 +172,10 @@ impl Harness {
                         self.acked.insert(g, c.id);
                     }
                 }
-                Action::Wake { .. } => panic!("the paged disk sets no timers"),
+                Action::Wake { at } => {
+                    assert!(at >= self.now, "a wake-up in the past");
+                    self.wakes.insert(at);
+                }
             }
         }
     }
@@ -229,7 +241,34 @@ impl Harness {
     }
 
     /// The next disk completion; false when none is pending.
-    fn step(&mut self) -> bool {
+    pub(super) fn step(&mut self) -> bool {
+        // Timers and delayed requests due before the next completion come first.
+        loop {
+            let next_disk = self.busy.keys().next().map(|&(t, _)| t);
+            let wake = self.wakes.iter().next().copied();
+            let issue = self.issues.keys().next().copied();
+            let timer = match (wake, issue) {
+                (Some(w), Some(i)) => Some(w.min(i)),
+                (w, i) => w.or(i),
+            };
+            match (timer, next_disk) {
+                (Some(t), nd) if nd.is_none_or(|n| t < n) => {
+                    self.now = t;
+                    if wake == Some(t) {
+                        self.wakes.remove(&t);
+                        self.array.handle(t, Event::Wake);
+                        self.pump();
+                    } else {
+                        let n = self.issues.remove(&t).unwrap_or(0);
+                        for _ in 0..n {
+                            self.issue();
+                        }
+                    }
+                }
+                (_, None) => return false,
+                _ => break,
+            }
+        }
         let Some((&(t, d), _)) = self.busy.iter().next() else {
             return false;
         };
@@ -239,16 +278,21 @@ impl Harness {
         let before = self.done;
         self.array.handle(t, Event::DiskDone { disk: d });
         self.pump();
-        // Closed loop: each answer brings the next request.
+        // Closed loop: each answer brings the next request (after a think time).
         for _ in before..self.done {
-            self.issue();
+            if self.think_ns == 0 {
+                self.issue();
+            } else {
+                let at = Nanos(t.0 + self.rng.gen_range(0..=self.think_ns));
+                *self.issues.entry(at).or_insert(0) += 1;
+            }
         }
         true
     }
 
     /// Every mapped copy holds its page's last acknowledged write; home replicas are the
     /// page's or empty; the map is consistent.
-    fn check(&self) {
+    pub(super) fn check(&self) {
         let ds = self.array.disk_count() as u64;
         for d in 0..self.array.disk_count() {
             let map = self.array.map(d);
@@ -283,7 +327,7 @@ impl Harness {
 
     /// Recovers a fresh controller from the NVRAM image and the disks as a crash now leaves
     /// them (the running map-log write torn) and compares its maps with the live ones.
-    fn crash_and_compare(&self, cfg: &PagedConfig) {
+    pub(super) fn crash_and_compare(&self, cfg: &PagedConfig) {
         let mut fresh = PagedArray::new(small_drive(), cfg).expect("a valid paged disk");
         assert!(fresh.enable_data_moves());
         let torn: Vec<Vec<(u64, u32)>> = self
@@ -331,7 +375,7 @@ impl Harness {
     }
 }
 
-fn config(
+pub(super) fn config(
     ds: u32,
     replicas: u32,
     bad_tenants: bool,
@@ -348,10 +392,12 @@ fn config(
         seed: 7,
         log_nvram_records: records,
         log_sectors,
+        cleaner: super::CleanerPolicy::None,
     }
 }
 
-fn run(
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run(
     cfg: &PagedConfig,
     seed: u64,
     write_p: f64,
@@ -359,8 +405,10 @@ fn run(
     q: usize,
     steps: usize,
     crashes: usize,
-) {
+    think_ns: u64,
+) -> Harness {
     let mut h = Harness::new(cfg, seed, write_p, hot);
+    h.think_ns = think_ns;
     for _ in 0..q {
         h.issue();
     }
@@ -373,6 +421,19 @@ fn run(
             h.crash_and_compare(cfg);
         }
     }
+    h
+}
+
+/// Every cleaner policy, with thresholds the small drive's runs cross.
+pub(super) fn cleaners() -> impl Strategy<Value = CleanerPolicy> {
+    prop_oneof![
+        Just(CleanerPolicy::None),
+        (0u64..=3_000_000).prop_map(|idle_ns| CleanerPolicy::Idle { idle_ns }),
+        (0u64..=20).prop_map(|max_tenants| CleanerPolicy::Dirtiness { max_tenants }),
+        Just(CleanerPolicy::Piggyback),
+        (0u64..=200_000_000, 0u64..=300_000_000)
+            .prop_map(|(start_ns, len_ns)| CleanerPolicy::Nightly { start_ns, len_ns }),
+    ]
 }
 
 proptest! {
@@ -387,9 +448,11 @@ proptest! {
         write_p in 0.0f64..=1.0,
         hot in prop_oneof![Just(40u64), Just(400), Just(u64::MAX)],
         q in 1usize..=4,
+        cleaner in cleaners(),
+        think_ns in prop_oneof![Just(0u64), Just(4_000_000), Just(30_000_000)],
     ) {
-        let cfg = config(ds, replicas, bad_tenants, 64, 64);
-        run(&cfg, seed, write_p, hot, q, 1500, 0);
+        let cfg = PagedConfig { cleaner, ..config(ds, replicas, bad_tenants, 64, 64) };
+        run(&cfg, seed, write_p, hot, q, 1500, 0, think_ns);
     }
 
     #[test]
@@ -400,10 +463,12 @@ proptest! {
         write_p in 0.3f64..=1.0,
         records in 8u64..=40,
         log_sectors in 1u64..=6,
+        cleaner in cleaners(),
+        think_ns in prop_oneof![Just(0u64), Just(4_000_000), Just(30_000_000)],
     ) {
         // Small NVRAM and log region: flushes, full logs and checkpoints are frequent.
-        let cfg = config(1, replicas, bad_tenants, records, log_sectors);
-        run(&cfg, seed, write_p, 200, 2, 1200, 60);
+        let cfg = PagedConfig { cleaner, ..config(1, replicas, bad_tenants, records, log_sectors) };
+        run(&cfg, seed, write_p, 200, 2, 1200, 60, think_ns);
     }
 }
 

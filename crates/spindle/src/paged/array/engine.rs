@@ -85,7 +85,13 @@ impl Engine for PagedArray {
         match ev {
             Event::Host(req) => self.accept(now, req),
             Event::DiskDone { disk } => self.finish(now, disk),
-            Event::Wake => {}
+            Event::Wake => {
+                for d in 0..self.disks.len() {
+                    if self.disks[d].busy.is_none() {
+                        self.out.mark_for_dispatch(d);
+                    }
+                }
+            }
         }
     }
 
@@ -142,8 +148,18 @@ impl Engine for PagedArray {
             b.nvram_entries += disk.log.pending();
             b.ops += disk.deferred.len() as u64;
             b.bytes += disk.deferred.len() as u64 * pb * u64::from(self.cfg.replicas - 1);
+            if self.cfg.cleaner != CleanerPolicy::None {
+                // The cleaner's pending work: every dirty page, a clean each.
+                let n = disk.clean.pending() + disk.clean.in_progress();
+                b.ops += n;
+                b.bytes += n * pb;
+            }
             if let Some(f) = &disk.busy {
                 match &f.place {
+                    Place::Clean(_) => {
+                        b.ops += 1;
+                        b.bytes += pb;
+                    }
                     Place::Replicas(t) => {
                         b.ops += 1;
                         b.bytes += t.len() as u64 * pb;
@@ -157,6 +173,16 @@ impl Engine for PagedArray {
             }
         }
         b
+    }
+
+    fn paged(&self) -> Option<crate::engine::PagedStatus> {
+        let mut s = crate::engine::PagedStatus::default();
+        for d in &self.disks {
+            s.tenants += d.map.tenants();
+            s.thin += d.clean.thin_count(&d.map, self.cfg.replicas);
+            s.cleaned += d.clean.cleaned;
+        }
+        Some(s)
     }
 
     fn counters(&self, disk: usize) -> DiskCounters {
