@@ -72,6 +72,10 @@ pub struct ConvertArgs {
     /// Sort records by arrival time (stable) before the speed-up. Loads the whole trace.
     #[arg(long)]
     pub sort: bool,
+    /// Split every request into requests of at most one N-KiB page, at multiples of N KiB,
+    /// all at the request's arrival (the page stream of a buffer pool; docs/traces.md).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    pub split_kb: Option<u32>,
 }
 
 pub fn run(cmd: TraceCmd, quiet: bool) -> anyhow::Result<()> {
@@ -491,6 +495,9 @@ fn convert(args: &ConvertArgs, quiet: bool) -> Result<()> {
     }
     if let Some(factor) = args.speedup {
         records = Box::new(records.speed_up(factor));
+    }
+    if let Some(kb) = args.split_kb {
+        records = Box::new(records.pages(kb * 2));
     }
 
     // The output is opened at the first record: an empty result writes nothing.

@@ -626,6 +626,11 @@ pub struct TraceSpec {
     /// arriving when it is full wait at the host and their latency counts from issue.
     #[serde(default)]
     pub max_outstanding: Option<u32>,
+    /// Split every request into requests of at most one page of this many KiB, at multiples
+    /// of it, all at the request's arrival: the page stream a buffer pool issues (the
+    /// paged-disk paper's trace; docs/traces.md). Absent: requests as traced.
+    #[serde(default)]
+    pub split_kb: Option<u32>,
 }
 
 /// `kind = "validate"`: a DiskSim validate trace (`R|W Hit|Miss|Doub|Trip lbn nsectors

@@ -94,6 +94,7 @@ sequential_fraction = 0.0
 # concat = true
 # fit = "error"            # error | scale
 # max_outstanding = 16     # absent: no host queue limit
+# split_kb = 8             # absent: requests as traced; else pages of N KiB
 
 # [workload.validate]      # kind = "validate"
 # path = "drive.trace"     # required

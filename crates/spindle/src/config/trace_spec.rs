@@ -58,9 +58,22 @@ impl TraceSpec {
             .transpose()
     }
 
-    /// Every check of the spec that needs no file: speed-up, window, format.
+    /// `split_kb` as 512-byte trace sectors (`None`: no split); `Err` names the key.
+    pub fn split_sectors(&self) -> Result<Option<u32>, (&'static str, String)> {
+        match self.split_kb {
+            None => Ok(None),
+            Some(kb @ 1..=1_048_576) => Ok(Some(kb * 2)),
+            Some(kb) => Err((
+                "workload.trace.split_kb",
+                format!("must be within 1..=1048576 KiB, got {kb}"),
+            )),
+        }
+    }
+
+    /// Every check of the spec that needs no file: speed-up, window, split, format.
     pub fn check(&self) -> Result<(), (&'static str, String)> {
         self.speedup_factor()?;
+        self.split_sectors()?;
         self.window_ns()?;
         self.trace_format()?;
         Ok(())
