@@ -42,7 +42,10 @@ fn pass(path: &Path, format: TraceFormat, spec: &TraceSpec) -> Result<Records, S
         // A replay needs a trace sorted by time, so reading can stop at the window's end.
         records = Box::new(records.window_sorted(start, end));
     }
-    if let Some(ps) = spec.split_sectors().map_err(|(key, m)| format!("{key}: {m}"))? {
+    if let Some(ps) = spec
+        .split_sectors()
+        .map_err(|(key, m)| format!("{key}: {m}"))?
+    {
         records = Box::new(records.pages(ps));
     }
     Ok(records)

@@ -486,3 +486,79 @@ fn formats_lists_every_format() {
         "{out}"
     );
 }
+
+#[test]
+fn split_kb_turns_requests_into_pages_in_convert_and_in_a_replay() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // DiskSim ASCII: ms, device, lbn, sectors, flags (1 = read). 12 KiB at sector 4 spans
+    // three 4 KiB pages (sectors 4-7, 8-15, 16-27); 4 KiB at sector 64 is one page.
+    let src = dir.path().join("t.disksim");
+    std::fs::write(&src, "0.000 0 4 24 0\n1.500 0 64 8 1\n").expect("write");
+    let out = dir.path().join("pages.mqsim");
+    let o = spindle(&[
+        "trace",
+        "convert",
+        src.to_str().expect("UTF-8"),
+        out.to_str().expect("UTF-8"),
+        "--to",
+        "mqsim",
+        "--split-kb",
+        "4",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got: Vec<(u64, u64, u32, Op)> = read_records(&out, TraceFormat::MqSim)
+        .iter()
+        .map(|r| (r.arrival.0, r.lba, r.sectors, r.op))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (0, 4, 4, Op::Write),
+            (0, 8, 8, Op::Write),
+            (0, 16, 8, Op::Write),
+            (0, 24, 4, Op::Write),
+            (1_500_000, 64, 8, Op::Read),
+        ]
+    );
+    let o = spindle(&[
+        "trace",
+        "convert",
+        src.to_str().expect("UTF-8"),
+        out.to_str().expect("UTF-8"),
+        "--to",
+        "mqsim",
+        "--split-kb",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--split-kb"), "{}", stderr(&o));
+
+    // The same split at replay: four pages become five requests, all measured.
+    let exp = dir.path().join("e.toml");
+    std::fs::write(
+        &exp,
+        "[drive]\nmodel = \"hp97560\"\n[workload]\nkind = \"trace\"\n[workload.trace]\npath = \"t.disksim\"\nformat = \"disksim\"\n\
+         split_kb = 4\n[run]\nwarmup_requests = 0\n",
+    )
+    .expect("write");
+    let v = json(&spindle(&[
+        "--quiet",
+        "run",
+        exp.to_str().expect("UTF-8"),
+        "--json",
+    ]));
+    assert_eq!(v["requests"].as_u64(), Some(5), "{v}");
+    let o = spindle(&[
+        "--quiet",
+        "run",
+        exp.to_str().expect("UTF-8"),
+        "--set",
+        "workload.trace.split_kb=0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("workload.trace.split_kb") && stderr(&o).contains("got 0"),
+        "{}",
+        stderr(&o)
+    );
+}
