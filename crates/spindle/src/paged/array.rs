@@ -506,12 +506,37 @@ impl PagedArray {
     }
 
     fn start_replicas(&mut self, now: Nanos, d: usize, id: usize, mut targets: Vec<u32>) {
+        let op = self.ops[id].clone();
+        let runs = self
+            .copy_page_to(now, d, op.page, op.lba, &mut targets)
+            .expect("a page always has a first copy");
+        self.run(
+            now,
+            d,
+            Some(id),
+            Op::Write,
+            &runs,
+            Cause::DelayedWrite,
+            Place::Replicas(targets),
+        );
+    }
+
+    /// The runs that write `page` (array LBA `lba`) to `targets`, ordered by when the head
+    /// reaches them (they are written in one pass); with data moves on, queues the copy of the
+    /// page's first copy onto them. `None`: the page has no copy to copy from.
+    fn copy_page_to(
+        &mut self,
+        now: Nanos,
+        d: usize,
+        page: u32,
+        lba: u64,
+        targets: &mut [u32],
+    ) -> Option<Vec<Run>> {
         let head = self.disks[d].head;
         targets.sort_by_key(|&s| {
             self.drive
                 .position_time(now, &head, Op::Write, &self.cut.target(&self.drive, s))
         });
-        let op = self.ops[id].clone();
         let runs: Vec<Run> = targets
             .iter()
             .map(|&s| Run {
@@ -520,15 +545,11 @@ impl PagedArray {
             })
             .collect();
         if let Some(data) = self.data.as_mut() {
-            let from = self.disks[d]
-                .map
-                .copies(op.page)
-                .next()
-                .expect("the first copy");
+            let from = self.disks[d].map.copies(page).next()?;
             data.moves.push_back(DataMove {
                 disk: d,
                 op: Op::Write,
-                lba: op.lba,
+                lba,
                 sectors: self.page_sectors,
                 bytes: Bytes::Copy {
                     disk: d,
@@ -540,15 +561,7 @@ impl PagedArray {
                 copies: runs.iter().map(|&r| vec![r]).collect(),
             });
         }
-        self.run(
-            now,
-            d,
-            Some(id),
-            Op::Write,
-            &runs,
-            Cause::DelayedWrite,
-            Place::Replicas(targets),
-        );
+        Some(runs)
     }
 
     fn start_flush(&mut self, now: Nanos, d: usize, f: Flush) {

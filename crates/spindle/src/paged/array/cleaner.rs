@@ -422,37 +422,9 @@ impl PagedArray {
         mut targets: Vec<u32>,
         lba: u64,
     ) -> bool {
-        let head = self.disks[d].head;
-        targets.sort_by_key(|&s| {
-            self.drive
-                .position_time(now, &head, Op::Write, &self.cut.target(&self.drive, s))
-        });
-        let runs: Vec<Run> = targets
-            .iter()
-            .map(|&s| Run {
-                lba: self.cut.lba(s),
-                sectors: self.page_sectors,
-            })
-            .collect();
-        if let Some(data) = self.data.as_mut() {
-            let Some(from) = self.disks[d].map.copies(c.page).next() else {
-                return false;
-            };
-            data.moves.push_back(DataMove {
-                disk: d,
-                op: Op::Write,
-                lba,
-                sectors: self.page_sectors,
-                bytes: Bytes::Copy {
-                    disk: d,
-                    runs: vec![Run {
-                        lba: self.cut.lba(from),
-                        sectors: self.page_sectors,
-                    }],
-                },
-                copies: runs.iter().map(|&r| vec![r]).collect(),
-            });
-        }
+        let Some(runs) = self.copy_page_to(now, d, c.page, lba, &mut targets) else {
+            return false;
+        };
         self.run(
             now,
             d,
