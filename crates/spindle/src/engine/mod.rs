@@ -210,6 +210,11 @@ pub struct PagedStatus {
     pub thin: u64,
     /// Pages the cleaner has moved home or re-replicated so far.
     pub cleaned: u64,
+    /// Host requests accepted so far that are not whole pages (offset or length), each of
+    /// whose pages became its own disk command.
+    pub unaligned: u64,
+    /// The page size in bytes.
+    pub page_bytes: u64,
 }
 
 /// What a driver needs of an array controller: the SR-Mirror family's [`crate::array::Array`] and the

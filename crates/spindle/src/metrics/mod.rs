@@ -362,6 +362,8 @@ impl Collector {
                     tenants_end: e.tenants,
                     thin_end: e.thin,
                     cleaned: e.cleaned - s.cleaned,
+                    unaligned_requests: e.unaligned - s.unaligned,
+                    page_bytes: e.page_bytes,
                 }),
                 _ => None,
             },

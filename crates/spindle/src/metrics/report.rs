@@ -294,6 +294,10 @@ pub struct PagedReport {
     pub thin_end: u64,
     /// Pages the cleaner moved home or re-replicated inside the window.
     pub cleaned: u64,
+    /// Host requests accepted inside the window that were not whole pages.
+    pub unaligned_requests: u64,
+    /// The page size in bytes.
+    pub page_bytes: u64,
 }
 
 /// Share of the measured requests by which the backlog of deferred operations may grow over
@@ -552,6 +556,14 @@ impl Report {
                     "warning: {}: deferred work grew by {} operations ({} bytes, {} NVRAM \
                      entries) over the {:.3} s window: not sustainable at this load",
                     r.label, g.ops, g.bytes, g.nvram_entries, r.window_s
+                ));
+            }
+            if let Some(p) = r.paged.as_ref().filter(|p| p.unaligned_requests > 0) {
+                w.push(format!(
+                    "warning: {}: {} host requests were not whole {}-byte pages: every page they \
+                     touch is its own disk command (align the workload to the page: \
+                     workload.alignment_bytes and size_bytes, or workload.trace.split_kb)",
+                    r.label, p.unaligned_requests, p.page_bytes
                 ));
             }
             if let Some(l) = r.latent.as_ref().filter(|l| l.unrecoverable > 0) {

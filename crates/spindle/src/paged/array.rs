@@ -142,6 +142,8 @@ pub struct PagedArray {
     ops: Slab<PageOp>,
     out: Outbox,
     data: Option<DataState>,
+    /// Host requests that were not whole pages ([`crate::engine::PagedStatus::unaligned`]).
+    unaligned: u64,
 }
 
 struct DataState {
@@ -257,6 +259,7 @@ impl PagedArray {
             host: HostTable::default(),
             ops: Slab::with_capacity(64),
             data: None,
+            unaligned: 0,
         })
     }
 
@@ -316,9 +319,11 @@ impl PagedArray {
             "host request {} ends at {end}, beyond the array",
             req.id
         );
+        let whole_pages = req.lba.is_multiple_of(ps) && u64::from(req.sectors).is_multiple_of(ps);
+        self.unaligned += u64::from(!whole_pages);
         if self.data.is_some() {
             assert!(
-                req.lba.is_multiple_of(ps) && u64::from(req.sectors).is_multiple_of(ps),
+                whole_pages,
                 "host request {}: with data moves on, requests are whole pages",
                 req.id
             );

@@ -182,6 +182,8 @@ impl Engine for PagedArray {
             s.thin += d.clean.thin_count(&d.map, self.cfg.replicas);
             s.cleaned += d.clean.cleaned;
         }
+        s.unaligned = self.unaligned;
+        s.page_bytes = self.cfg.page_bytes;
         Some(s)
     }
 
