@@ -645,6 +645,20 @@ fn paged_disk_with_bad_tenants_loses_no_flushed_write() {
 }
 
 #[test]
+fn paged_disk_with_its_idle_cleaner_loses_no_flushed_write() {
+    // As above, with the cleaner copying pages home between the load's requests: a crash may
+    // fall inside a cleaning copy or before its map record is flushed.
+    crash_many(
+        "paged 4-way, idle cleaner",
+        &format!(
+            "{DRIVE}[array]\nlayout = \"paged\"\npage_kb = 4\nreplicas = 4\n\
+             map_nvram_bytes = 512\ncleaner = \"idle\"\ncleaner_idle_ms = 1.0\n{LOAD}"
+        ),
+        false,
+    );
+}
+
+#[test]
 fn ddm_with_its_background_move_home_loses_no_flushed_write() {
     crash_many(
         "ddm 1x2, two synchronous copies",

@@ -95,6 +95,8 @@ pub struct Stats {
     /// The NBD server's counters (final statistics of `spindle serve` only; not in the
     /// `Display` line, which `ServerStats`' own `Display` follows).
     pub nbd: Option<crate::nbd::ServerStats>,
+    /// A paged disk's bad tenants, thin pages and pages cleaned so far (docs/paged.md).
+    pub paged: Option<spindle::engine::PagedStatus>,
 }
 
 impl std::fmt::Display for Stats {
@@ -116,7 +118,15 @@ impl std::fmt::Display for Stats {
             self.lateness_p999_us,
             self.lateness_max_us,
             self.in_array_mean
-        )
+        )?;
+        if let Some(p) = &self.paged {
+            write!(
+                f,
+                "; paged: {} bad tenants, {} pages short of replicas, {} cleaned",
+                p.tenants, p.thin, p.cleaned
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -520,6 +530,17 @@ impl Driver {
         self.in_array_ns as f64 / self.counted_to.0.saturating_sub(from.0).max(1) as f64
     }
 
+    /// Asks the I/O thread for the statistics, with what only this thread knows.
+    fn send_stats(&mut self, tx: oneshot::Sender<Stats>) {
+        let in_array_mean = self.in_array_mean();
+        let paged = self.engine.paged();
+        self.io.send(Job::Stats {
+            tx,
+            in_array_mean,
+            paged,
+        });
+    }
+
     fn now(&self) -> Nanos {
         Nanos(u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX))
     }
@@ -529,17 +550,13 @@ impl Driver {
         loop {
             self.fire_due(self.now());
             if !open && self.heap.is_empty() && self.pending.is_empty() {
-                let in_array_mean = self.in_array_mean();
                 let (tx, _) = oneshot::channel();
-                self.io.send(Job::Stats { tx, in_array_mean });
+                self.send_stats(tx);
                 break;
             }
             match self.wait(&rx, &mut open) {
                 Some(Cmd::Io(req, reply)) => self.accept(req, reply),
-                Some(Cmd::Stats(tx)) => {
-                    let in_array_mean = self.in_array_mean();
-                    self.io.send(Job::Stats { tx, in_array_mean });
-                }
+                Some(Cmd::Stats(tx)) => self.send_stats(tx),
                 None => {}
             }
         }

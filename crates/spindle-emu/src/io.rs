@@ -55,11 +55,13 @@ pub(crate) enum Job {
     Replace(usize),
     /// The spare of this disk is rebuilt ([`BackingStore::rebuilt`]).
     Rebuilt(usize),
-    /// The statistics, with the clock thread's mean of requests in the array (also sent,
-    /// with a dropped receiver, just before the clock thread stops: the final figure).
+    /// The statistics, with the clock thread's mean of requests in the array and the paged
+    /// disk's state (also sent, with a dropped receiver, just before the clock thread stops:
+    /// the final figures).
     Stats {
         tx: oneshot::Sender<Stats>,
         in_array_mean: f64,
+        paged: Option<spindle::engine::PagedStatus>,
     },
 }
 
@@ -420,9 +422,14 @@ impl Worker {
                 }
                 Job::Answer(x) => lock(&answers).answer(x),
                 Job::Flush(reply) => lock(&answers).flush(reply),
-                Job::Stats { tx, in_array_mean } => {
+                Job::Stats {
+                    tx,
+                    in_array_mean,
+                    paged,
+                } => {
                     let mut a = lock(&answers);
                     a.stats.in_array_mean = in_array_mean;
+                    a.stats.paged = paged;
                     let _ = tx.send(a.snapshot());
                 }
             }

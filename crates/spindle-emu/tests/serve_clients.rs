@@ -29,7 +29,7 @@ fn run(tool: &str, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
-const LAYOUTS: [&str; 12] = [
+const LAYOUTS: [&str; 13] = [
     "layout = \"jbod\"\ndisks = 1",
     "layout = \"striping\"\nds = 4\nstripe_unit_bytes = 16384",
     "layout = \"mirror\"\ndm = 2\nscheduler = \"satf\"",
@@ -44,6 +44,9 @@ const LAYOUTS: [&str; 12] = [
     "layout = \"raid-4\"\ndisks = 4\ngroup_width = 4\nwrite_cache_bytes = 0\nscheduler = \"satf\"",
     // 4 KiB pages so that fio's 4 KiB blocks are whole pages; its data set is every page.
     "layout = \"paged\"\nreplicas = 4\npage_kb = 4",
+    // …and its cleaner, moving bad tenants home whenever the disk has idled 1 ms: its copies
+    // are real data moves between the clients' requests.
+    "layout = \"paged\"\nreplicas = 4\npage_kb = 4\ncleaner = \"idle\"\ncleaner_idle_ms = 1.0",
 ];
 
 #[test]
@@ -120,8 +123,20 @@ fn real_clients_pass_against_every_layout() {
             ],
         );
         assert!(ok, "{layout}: fio: {out}");
+        let cleaner = layout.contains("cleaner");
+        if cleaner {
+            // A second of idle disk for the cleaner to move fio's bad tenants home.
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
         stop_tx.send(()).expect("server running");
         let stats = server.join().expect("server thread").expect("served");
+        if cleaner {
+            let p = stats.paged.expect("a paged disk's state");
+            assert!(
+                p.cleaned > 0,
+                "{layout}: the cleaner moved nothing: {stats}"
+            );
+        }
         // fio's 2 MiB of 4 KiB random I/O is ~256 writes and ~256 reads, then 256 verify
         // reads: it went through the array.
         assert!(stats.writes > 200 && stats.reads > 400, "{layout}: {stats}");
