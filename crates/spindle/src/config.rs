@@ -172,6 +172,11 @@ pub struct ArraySpec {
     /// Paged disk: writes may land as bad tenants under the head (absent: true).
     #[serde(default)]
     pub bad_tenants: Option<bool>,
+    /// Paged disks with bad tenants: a write of several consecutive pages goes, when it can,
+    /// as one run of bad tenants under the head, one disk command (docs/paged.md). Absent:
+    /// false, one command per page as in the paper.
+    #[serde(default)]
+    pub page_runs: Option<bool>,
     /// Paged disk: the cleaner policy, none | idle | dirtiness | piggyback | nightly.
     #[serde(default)]
     pub cleaner: Option<String>,
@@ -397,6 +402,7 @@ impl Default for ArraySpec {
             page_kb: None,
             replicas: None,
             bad_tenants: None,
+            page_runs: None,
             cleaner: None,
             cleaner_idle_ms: None,
             cleaner_max_tenants: None,

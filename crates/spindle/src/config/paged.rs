@@ -22,6 +22,7 @@ impl Experiment {
             ("array.page_kb", a.page_kb.is_some()),
             ("array.replicas", a.replicas.is_some()),
             ("array.bad_tenants", a.bad_tenants.is_some()),
+            ("array.page_runs", a.page_runs.is_some()),
             ("array.cleaner", a.cleaner.is_some()),
             ("array.cleaner_idle_ms", a.cleaner_idle_ms.is_some()),
             ("array.cleaner_max_tenants", a.cleaner_max_tenants.is_some()),
@@ -178,6 +179,20 @@ impl Experiment {
         }
         let bad_tenants = a.bad_tenants.unwrap_or(true);
         let cleaner = self.paged_cleaner()?;
+        let page_runs = a.page_runs.unwrap_or(false);
+        if page_runs && !bad_tenants {
+            return Err(self.error(
+                "array.page_runs",
+                "writes runs of bad tenants: it needs bad_tenants = true",
+            ));
+        }
+        if page_runs && cleaner == CleanerPolicy::Piggyback {
+            return Err(self.error(
+                "array.page_runs",
+                "is not built with cleaner = \"piggyback\", which cleans after every page \
+                 command and could undo a run's bad tenants",
+            ));
+        }
         let p = PagedArray::new(
             drive.clone(),
             &PagedConfig {
@@ -185,6 +200,7 @@ impl Experiment {
                 page_bytes,
                 replicas,
                 bad_tenants,
+                page_runs,
                 random_phase: a.random_phase,
                 noise: s.drive.noise,
                 seed: s.seed,
@@ -203,7 +219,11 @@ impl Experiment {
         let label = format!(
             "paged {ds}x{replicas}-way {}kb{}{}",
             page_bytes / 1024,
-            if bad_tenants { " bad-tenants" } else { "" },
+            match (bad_tenants, page_runs) {
+                (true, true) => " bad-tenants runs",
+                (true, false) => " bad-tenants",
+                _ => "",
+            },
             match cleaner {
                 CleanerPolicy::None => String::new(),
                 c => format!(" cleaner={}", c.name()),

@@ -48,6 +48,7 @@ map_portions = {portions}
 # page_kb = 8              # page size; a page never spans a track
 # replicas = 1             # copies of each page, evenly spaced around its home track (1-8)
 # bad_tenants = true       # a write may land under the head over a replicated page
+# page_runs = false        # paged: a multi-page write as one run of bad tenants
 # cleaner = "none"         # none | idle | dirtiness | piggyback | nightly (moves tenants home)
 # cleaner_idle_ms = 100.0  # idle: host-idle time before cleaning starts
 # cleaner_max_tenants = 1000  # dirtiness: bad tenants per disk tolerated

@@ -21,6 +21,13 @@
 //! [`Cause::DelayedWrite`], served before the next foreground operation (paper 4: "additional
 //! internal writes are issued ... which ... will delay pending requests").
 //!
+//! **Page runs** (`page_runs`, not in the paper): a write of several consecutive pages of
+//! one request takes, when the track under the head has one, a run of consecutive slots
+//! each of which its page may take as a bad tenant — counting the copies the run itself
+//! overwrites, so no page loses its last copy — and writes them in one command: the
+//! longest such run, the one the head reaches first among equals. The rest of the request
+//! follows as further runs or single pages.
+//!
 //! **Map** ([`super::log`]): every change is logged in NVRAM before the write it describes
 //! can be seen: a slot about to be overwritten leaves its page's copies at dispatch, the new
 //! location is recorded at completion, before the answer. Flushes and checkpoints are disk
@@ -53,6 +60,9 @@ pub struct PagedConfig {
     /// Copies of each page on its home track (1–8).
     pub replicas: u32,
     pub bad_tenants: bool,
+    /// A write of consecutive pages of one request goes, when it can, as one run of bad
+    /// tenants under the head (module doc).
+    pub page_runs: bool,
     pub random_phase: bool,
     pub noise: bool,
     pub seed: u64,
@@ -88,7 +98,12 @@ struct PageOp {
 #[derive(Clone, Debug)]
 enum Place {
     Read(u32),
-    Write { slot: u32, tenant: bool },
+    Write {
+        slot: u32,
+        tenant: bool,
+    },
+    /// A run of bad tenants: consecutive pages' ops and their consecutive slots.
+    WriteRun(Vec<(usize, u32)>),
     Replicas(Vec<u32>),
     Flush(Flush),
     Clean(cleaner::CleanStep),
@@ -105,6 +120,8 @@ struct InFlight {
 pub struct PagedCounters {
     pub tenant_writes: u64,
     pub full_writes: u64,
+    /// Page runs: commands that wrote two or more pages as bad tenants.
+    pub run_writes: u64,
     pub replica_ops: u64,
     pub replica_copies: u64,
     pub flushes: u64,
@@ -405,6 +422,131 @@ impl PagedArray {
         (s, false)
     }
 
+    /// Slot `slot`'s old contents stop being a copy before `page` overwrites them (a crash
+    /// mid-write must not find them mapped), unless they are `page`'s only copy (an in-place
+    /// update, as on a standard disk).
+    fn vacate(&mut self, d: usize, slot: u32, page: u32) {
+        let map = &self.disks[d].map;
+        let q = map.page_at(slot);
+        if q != NONE && (q != page || map.copy_count(q) >= 2) {
+            let (q, st) = self.disks[d]
+                .map
+                .invalidate(slot)
+                .expect("the slot held a page");
+            self.log_record(d, q, st);
+        }
+    }
+
+    /// Page runs (module doc): with write op `id` just taken from the queue, takes the
+    /// queued writes of the pages that follow it in the same request and writes as many as
+    /// it can as one run of bad tenants. `false`: no run of two or more; nothing changed.
+    fn start_run(&mut self, now: Nanos, d: usize, id: usize) -> bool {
+        let first = self.ops[id].clone();
+        let disk = &self.disks[d];
+        // Each page logs at most three records; the log must hold them all.
+        let room = (disk.log.cap() - disk.log.pending()).saturating_sub(1) / 3;
+        let mut pages = vec![(id, first.page)];
+        for &next in &disk.fg {
+            let o = &self.ops[next];
+            let (_, last) = pages[pages.len() - 1];
+            if pages.len() as u64 >= room
+                || o.kind != Kind::Write
+                || o.slot != first.slot
+                || o.page != last + 1
+            {
+                break;
+            }
+            pages.push((next, o.page));
+        }
+        if pages.len() < 2 {
+            return false;
+        }
+        let map = &disk.map;
+        let mut taken: Vec<u32> = Vec::new();
+        let mut best: Option<(usize, Span, u32)> = None;
+        for t in self.cut.tracks_at(disk.head.cylinder, disk.head.head) {
+            let t = self.cut.tracks[t];
+            let end = t.first_slot + t.slots;
+            for start in t.first_slot..end {
+                // The longest run from `start`: page i in slot start + i.
+                taken.clear();
+                let mut len = 0;
+                while len < pages.len() && start + (len as u32) < end {
+                    let (s, p) = (start + len as u32, pages[len].1);
+                    if !map.tenant_ok(p, s) {
+                        break;
+                    }
+                    let q = map.page_at(s);
+                    if q != NONE && q != p {
+                        // Overwritten copies of one page must leave it at least one.
+                        let gone = taken.iter().filter(|&&x| x == q).count() as u32;
+                        if map.copy_count(q) < gone + 2 {
+                            break;
+                        }
+                        taken.push(q);
+                    }
+                    len += 1;
+                }
+                if len < 2 || best.is_some_and(|(l, _, _)| l > len) {
+                    continue;
+                }
+                let at = self.drive.position_time(
+                    now,
+                    &disk.head,
+                    Op::Write,
+                    &self.cut.target(&self.drive, start),
+                );
+                if best.is_none_or(|(l, bt, _)| len > l || at < bt) {
+                    best = Some((len, at, start));
+                }
+            }
+        }
+        let Some((len, _, start)) = best else {
+            return false;
+        };
+        let parts: Vec<(usize, u32)> = pages[..len]
+            .iter()
+            .enumerate()
+            .map(|(i, &(op, _))| (op, start + i as u32))
+            .collect();
+        // `id` is already off the queue; its followers in the run leave it too.
+        for _ in 1..len {
+            self.disks[d].fg.pop_front();
+        }
+        for &(op, slot) in &parts {
+            let o = self.ops[op].clone();
+            self.vacate(d, slot, o.page);
+            if let Some(data) = self.data.as_mut() {
+                data.moves.push_back(DataMove {
+                    disk: d,
+                    op: Op::Write,
+                    lba: o.lba,
+                    sectors: self.page_sectors,
+                    bytes: Bytes::Host(o.host_id),
+                    copies: vec![vec![Run {
+                        lba: self.cut.lba(slot),
+                        sectors: self.page_sectors,
+                    }]],
+                });
+            }
+        }
+        self.disks[d].counters.run_writes += 1;
+        let run = Run {
+            lba: self.cut.lba(start),
+            sectors: self.page_sectors * len as u32,
+        };
+        self.run(
+            now,
+            d,
+            None,
+            Op::Write,
+            &[run],
+            Cause::HostWrite,
+            Place::WriteRun(parts),
+        );
+        true
+    }
+
     fn log_record(&mut self, d: usize, page: u32, st: PageState) {
         self.disks[d].log.append(page, st.encode());
         self.clean_note(d, page, st);
@@ -466,19 +608,11 @@ impl PagedArray {
                 Place::Read(s)
             }
             Kind::Write => {
-                let (slot, tenant) = self.place_write(now, d, op.page);
-                // The slot's old contents stop being a copy before they are overwritten
-                // (a crash mid-write must not find them mapped), unless they are the page's
-                // only copy (an in-place update, as on a standard disk).
-                let map = &self.disks[d].map;
-                let q = map.page_at(slot);
-                if q != NONE && (q != op.page || map.copy_count(q) >= 2) {
-                    let (q, st) = self.disks[d]
-                        .map
-                        .invalidate(slot)
-                        .expect("the slot held a page");
-                    self.log_record(d, q, st);
+                if self.cfg.page_runs && self.start_run(now, d, id) {
+                    return;
                 }
+                let (slot, tenant) = self.place_write(now, d, op.page);
+                self.vacate(d, slot, op.page);
                 Place::Write { slot, tenant }
             }
             Kind::Replicas => unreachable!("replica writes are deferred work"),
@@ -653,35 +787,12 @@ impl PagedArray {
             }
             Place::Write { slot, tenant } => {
                 let id = f.op.expect("a write op");
-                let page = self.ops[id].page;
-                let st = match self.cut.home_of_slot(slot) {
-                    Some((p, j)) if p == page => PageState::Home(1 << j),
-                    _ => PageState::Tenant(slot),
-                };
-                let disk = &mut self.disks[d];
-                disk.map.set(page, st);
-                disk.gen[page as usize] = disk.gen[page as usize].wrapping_add(1);
-                if tenant {
-                    disk.counters.tenant_writes += 1;
-                } else {
-                    disk.counters.full_writes += 1;
+                self.write_done(now, d, id, slot, tenant, &f.access);
+            }
+            Place::WriteRun(parts) => {
+                for (id, slot) in parts {
+                    self.write_done(now, d, id, slot, true, &f.access);
                 }
-                self.log_record(d, page, st);
-                self.disks[d].clean.last_host = now;
-                self.clean_visit(d, slot, None, page);
-                if !tenant && self.cfg.replicas > 1 {
-                    let lba = self.ops[id].lba;
-                    let rid = self.ops.insert(PageOp {
-                        kind: Kind::Replicas,
-                        slot: None,
-                        host_id: 0,
-                        page,
-                        lba,
-                        gen: self.disks[d].gen[page as usize],
-                    });
-                    self.disks[d].deferred.push_back(rid);
-                }
-                self.part_done(now, id, &f.access);
             }
             Place::Replicas(targets) => {
                 let id = f.op.expect("a replicas op");
@@ -711,6 +822,47 @@ impl PagedArray {
             }
         }
         self.out.mark_for_dispatch(d);
+    }
+
+    /// Page write `id` is on the disk in `slot`: map it, log it, answer its part.
+    fn write_done(
+        &mut self,
+        now: Nanos,
+        d: usize,
+        id: usize,
+        slot: u32,
+        tenant: bool,
+        access: &Access,
+    ) {
+        let page = self.ops[id].page;
+        let st = match self.cut.home_of_slot(slot) {
+            Some((p, j)) if p == page => PageState::Home(1 << j),
+            _ => PageState::Tenant(slot),
+        };
+        let disk = &mut self.disks[d];
+        disk.map.set(page, st);
+        disk.gen[page as usize] = disk.gen[page as usize].wrapping_add(1);
+        if tenant {
+            disk.counters.tenant_writes += 1;
+        } else {
+            disk.counters.full_writes += 1;
+        }
+        self.log_record(d, page, st);
+        self.disks[d].clean.last_host = now;
+        self.clean_visit(d, slot, None, page);
+        if !tenant && self.cfg.replicas > 1 {
+            let lba = self.ops[id].lba;
+            let rid = self.ops.insert(PageOp {
+                kind: Kind::Replicas,
+                slot: None,
+                host_id: 0,
+                page,
+                lba,
+                gen: self.disks[d].gen[page as usize],
+            });
+            self.disks[d].deferred.push_back(rid);
+        }
+        self.part_done(now, id, access);
     }
 
     fn part_done(&mut self, now: Nanos, id: usize, access: &Access) {

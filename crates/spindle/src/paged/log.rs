@@ -112,6 +112,11 @@ impl MapLog {
     }
 
     /// Room for `n` more records.
+    /// Records the NVRAM ring holds.
+    pub fn cap(&self) -> u64 {
+        self.cap
+    }
+
     pub fn has_room(&self, n: u64) -> bool {
         self.pending() + n <= self.cap
     }
