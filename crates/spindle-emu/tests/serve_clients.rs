@@ -29,7 +29,7 @@ fn run(tool: &str, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
-const LAYOUTS: [&str; 13] = [
+const LAYOUTS: [&str; 14] = [
     "layout = \"jbod\"\ndisks = 1",
     "layout = \"striping\"\nds = 4\nstripe_unit_bytes = 16384",
     "layout = \"mirror\"\ndm = 2\nscheduler = \"satf\"",
@@ -47,6 +47,8 @@ const LAYOUTS: [&str; 13] = [
     // …and its cleaner, moving bad tenants home whenever the disk has idled 1 ms: its copies
     // are real data moves between the clients' requests.
     "layout = \"paged\"\nreplicas = 4\npage_kb = 4\ncleaner = \"idle\"\ncleaner_idle_ms = 1.0",
+    // …and page runs: qemu-io's 256 KiB and 64 KiB writes go as runs of bad tenants.
+    "layout = \"paged\"\nreplicas = 4\npage_kb = 4\npage_runs = true",
 ];
 
 #[test]
