@@ -1708,14 +1708,12 @@ impl Experiment {
             }
         }
         self.refuse_paged_keys()?;
-        if a.track_aligned
-            && (a.layout.is_eager() || a.layout.is_parity() || a.layout == LayoutName::Paged)
-        {
+        if a.track_aligned && (a.layout.is_eager() || a.layout == LayoutName::Paged) {
             return Err(self.error(
                 "array.track_aligned",
                 format!(
-                    "is built for the striped and mirrored layouts (striping, mirror, raid-10, \
-                     striped-mirror), not \"{}\"",
+                    "is built for the striped, mirrored and parity layouts (striping, mirror, \
+                     raid-10, striped-mirror, raid-5, raid-4), not \"{}\"",
                     a.layout.name()
                 ),
             ));

@@ -286,7 +286,7 @@ fn whole_track_requests_on_a_track_aligned_array_pay_no_rotational_latency() {
 #[test]
 fn track_aligned_is_refused_where_it_is_not_built() {
     for (layout, key) in [
-        ("raid-5", "array.track_aligned"),
+        ("ddm", "array.track_aligned"),
         ("ew-array", "array.track_aligned"),
         ("jbod", "array.track_aligned"),
     ] {

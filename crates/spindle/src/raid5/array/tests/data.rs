@@ -233,7 +233,7 @@ fn prefilled(a: &Raid5Array, rng: &mut Pcg64Mcg) -> Model {
     for g in 0..l.groups() {
         for s in 0..l.stripes() {
             let lba = l.stripe_lba(s);
-            for o in 0..l.unit_sectors() {
+            for o in 0..l.unit_of(s) {
                 let mut parity = 0;
                 for k in 0..l.width() - 1 {
                     let fp: u64 = rng.gen::<u64>() | 1;
@@ -354,15 +354,15 @@ fn cached_newer(a: &Raid5Array, g: u32, s: u64) -> bool {
     c.dirty.contains_key(&(g, s))
         || (first..first + l.width() as usize).any(|d| {
             let b0 = l.stripe_lba(s) / bs;
-            (b0..b0 + u64::from(l.unit_sectors()) / bs).any(|b| c.write.has_newer((d as u32, b)))
+            (b0..b0 + u64::from(l.unit_of(s)) / bs).any(|b| c.write.has_newer((d as u32, b)))
         })
 }
 
 fn assert_parity(a: &Raid5Array, m: &Model, skip_disk: Option<usize>) {
     let l = a.layout();
-    let unit = u64::from(l.unit_sectors());
     for g in 0..l.groups() {
         for s in 0..l.stripes() {
+            let unit = u64::from(l.unit_of(s));
             let disks: Vec<usize> = (0..l.width() - 1)
                 .map(|k| l.data_disk(g, s, k))
                 .chain(std::iter::once(l.parity_disk(g, s)))
