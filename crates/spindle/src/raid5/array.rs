@@ -696,6 +696,14 @@ impl Raid5Array {
         lba: u64,
         sectors: u32,
     ) {
+        // Every operation serves one stripe: it stays in that stripe's row (with
+        // track-aligned stripes, in one track).
+        debug_assert!(
+            self.layout
+                .row_of(lba)
+                .is_some_and(|(s, o)| o + sectors <= self.layout.unit_of(s)),
+            "{kind:?} of {sectors} sectors at {lba} of disk {disk} leaves its stripe's row"
+        );
         self.seq += 1;
         if let Some(s) = slot {
             self.host.add_part(s);

@@ -308,6 +308,9 @@ impl ParityLayout {
 }
 
 #[cfg(test)]
+mod track_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
