@@ -121,9 +121,9 @@ pub struct ArraySpec {
     pub dm: Option<u32>,
     #[serde(default = "sixty_four_k")]
     pub stripe_unit_bytes: u64,
-    /// Striped and mirrored layouts (Dr = 1): the stripe unit is one track of its zone
-    /// instead of `stripe_unit_bytes`, so no unit crosses a track boundary (track-aligned
-    /// extents and RAID; docs/track_aligned.md).
+    /// Striped, mirrored (Dr = 1) and parity layouts: the stripe unit is one track of its
+    /// zone instead of `stripe_unit_bytes`, so no unit crosses a track boundary
+    /// (track-aligned extents and RAID; docs/track_aligned.md, docs/raid5.md).
     #[serde(default)]
     pub track_aligned: bool,
     #[serde(default)]
