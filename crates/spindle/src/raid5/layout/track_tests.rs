@@ -146,7 +146,7 @@ fn the_mapping_is_a_bijection_over_the_capacity() {
 }
 
 #[test]
-fn a_data_set_beyond_the_disks_or_a_disksim_drive_is_refused() {
+fn a_data_set_beyond_the_disks_or_a_narrow_group_is_refused() {
     let d = builtin_drive("map3367").unwrap();
     let e = ParityLayout::new_track_aligned(
         1,
