@@ -281,12 +281,14 @@ impl Raid5Array {
         let cache = match &cfg.cache {
             None => None,
             Some(c) => {
-                // A track-aligned layout keeps whole blocks of each track by construction.
-                let unit = cfg.layout.fixed_unit().unwrap_or(block_sectors);
-                if !BLOCK_BYTES.is_multiple_of(sector) || !unit.is_multiple_of(block_sectors) {
+                if !BLOCK_BYTES.is_multiple_of(sector) || !cfg.layout.whole_blocks(block_sectors) {
+                    let unit = match cfg.layout.fixed_unit() {
+                        Some(u) => format!("{u} sectors"),
+                        None => "one track's whole blocks".into(),
+                    };
                     return Err(format!(
                         "with a write cache the stripe unit must be whole {BLOCK_BYTES}-byte \
-                         blocks of whole sectors ({unit} sectors of {sector} bytes)"
+                         blocks of whole sectors ({unit} of {sector} bytes)"
                     ));
                 }
                 if c.write_blocks <= c.parity_reserve {

@@ -292,6 +292,19 @@ impl ParityLayout {
             .then_some((stripe, offset as u32))
     }
 
+    /// Whether every stripe's row starts on a block of `block_sectors` and is whole blocks
+    /// (the caches' condition).
+    pub fn whole_blocks(&self, block_sectors: u32) -> bool {
+        let bs = u64::from(block_sectors);
+        match &self.rows {
+            Rows::Fixed(u) => u64::from(*u).is_multiple_of(bs),
+            Rows::Tracks(_) => (0..self.stripes).all(|s| {
+                self.stripe_lba(s).is_multiple_of(bs)
+                    && u64::from(self.unit_of(s)).is_multiple_of(bs)
+            }),
+        }
+    }
+
     /// Disk sectors up to the end of the last stripe's row.
     pub fn disk_sectors_used(&self) -> u64 {
         let last = self.stripes - 1;

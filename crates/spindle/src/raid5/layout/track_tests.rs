@@ -162,3 +162,14 @@ fn a_data_set_beyond_the_disks_or_a_narrow_group_is_refused() {
         ParityLayout::new_track_aligned(1, 2, &d, 8, None, ParityRotation::default()).unwrap_err();
     assert!(e.contains("at least 3 disks"), "{e}");
 }
+
+/// Rows of whole tracks (blocks of one sector) are not whole 4 KiB blocks on a drive whose
+/// tracks are not: the caches refuse them.
+#[test]
+fn only_rows_of_whole_blocks_take_the_caches() {
+    let d = builtin_drive("atlas10kv").unwrap();
+    let rot = ParityRotation::default();
+    let tracks = ParityLayout::new_track_aligned(1, 5, &d, 1, Some(100_000), rot).unwrap();
+    assert!(!tracks.whole_blocks(8));
+    assert!(aligned(&d, 1, 5, Some(100_000), 0).whole_blocks(8));
+}
