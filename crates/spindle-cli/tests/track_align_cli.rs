@@ -112,3 +112,35 @@ fn the_track_aligned_example_runs_and_beats_fixed_units() {
         );
     }
 }
+
+#[test]
+fn the_track_aligned_raid5_example_runs_and_beats_fixed_units_on_atlas10kv() {
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/track_aligned/raid5_track_vs_fixed.toml"
+    );
+    let o = spindle(&["run", example, "--json", "--set", "run.requests=60"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert!(r["layout"].as_str().unwrap().contains("track-aligned"));
+    let rot = r["breakdown_ms"]["rotation"].as_f64().unwrap();
+    assert!(rot < 0.05, "rotation {rot} ms");
+    let mb = |row: &serde_json::Value| row["throughput_mb_s"].as_f64().unwrap();
+    let rows = r["compare"].as_array().unwrap();
+    // atlas10kv (zero latency): the aligned reads and writes beat every fixed unit.
+    let aligned_writes = rows
+        .iter()
+        .find(|row| row["label"] == "atlas10kv aligned wr")
+        .expect("the writes row");
+    for row in rows.iter().filter(|row| {
+        let l = row["label"].as_str().unwrap();
+        l.starts_with("atlas10kv") && !l.contains("aligned")
+    }) {
+        let best = if row["label"].as_str().unwrap().ends_with("wr") {
+            mb(aligned_writes)
+        } else {
+            mb(&r)
+        };
+        assert!(best > 1.3 * mb(row), "{}", row["label"]);
+    }
+}

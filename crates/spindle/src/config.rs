@@ -121,9 +121,9 @@ pub struct ArraySpec {
     pub dm: Option<u32>,
     #[serde(default = "sixty_four_k")]
     pub stripe_unit_bytes: u64,
-    /// Striped and mirrored layouts (Dr = 1): the stripe unit is one track of its zone
-    /// instead of `stripe_unit_bytes`, so no unit crosses a track boundary (track-aligned
-    /// extents and RAID; docs/track_aligned.md).
+    /// Striped, mirrored (Dr = 1) and parity layouts: the stripe unit is one track of its
+    /// zone instead of `stripe_unit_bytes`, so no unit crosses a track boundary
+    /// (track-aligned extents and RAID; docs/track_aligned.md, docs/raid5.md).
     #[serde(default)]
     pub track_aligned: bool,
     #[serde(default)]
@@ -1719,14 +1719,12 @@ impl Experiment {
             }
         }
         self.refuse_paged_keys()?;
-        if a.track_aligned
-            && (a.layout.is_eager() || a.layout.is_parity() || a.layout == LayoutName::Paged)
-        {
+        if a.track_aligned && (a.layout.is_eager() || a.layout == LayoutName::Paged) {
             return Err(self.error(
                 "array.track_aligned",
                 format!(
-                    "is built for the striped and mirrored layouts (striping, mirror, raid-10, \
-                     striped-mirror), not \"{}\"",
+                    "is built for the striped, mirrored and parity layouts (striping, mirror, \
+                     raid-10, striped-mirror, raid-5, raid-4), not \"{}\"",
                     a.layout.name()
                 ),
             ));

@@ -6,7 +6,8 @@ use super::{
 use crate::cache::{DestagePolicy, HighLowGate};
 use crate::drive::Drive;
 use crate::raid5::{
-    CacheConfig, FailureConfig, ParityLayout, ParityRotation, Raid5Array, Raid5Config, BLOCK_BYTES,
+    block_sectors, CacheConfig, FailureConfig, ParityLayout, ParityRotation, Raid5Array,
+    Raid5Config, BLOCK_BYTES,
 };
 use crate::sched::Policy;
 use crate::{Nanos, Span};
@@ -135,15 +136,30 @@ impl Experiment {
                 format!("must be within [0, 1], got {reconstruct_fraction}"),
             ));
         }
-        let layout = ParityLayout::new(
-            disks / width,
-            width,
-            unit_sectors,
-            drive.capacity_sectors(),
-            a.data_set_bytes.map(|b| b.div_ceil(sector)),
-            rotation,
-        )
-        .map_err(|m| self.error("array", m))?;
+        let data_sectors = a.data_set_bytes.map(|b| b.div_ceil(sector));
+        let layout = if a.track_aligned {
+            // Whole cache blocks of each track (docs/raid5.md, track-aligned).
+            let block = block_sectors(drive.geometry().sector_bytes());
+            ParityLayout::new_track_aligned(
+                disks / width,
+                width,
+                drive,
+                block,
+                data_sectors,
+                rotation,
+            )
+            .map_err(|m| self.error("array.track_aligned", m))?
+        } else {
+            ParityLayout::new(
+                disks / width,
+                width,
+                unit_sectors,
+                drive.capacity_sectors(),
+                data_sectors,
+                rotation,
+            )
+            .map_err(|m| self.error("array", m))?
+        };
         let policy = match a.scheduler {
             None => Policy::Fcfs,
             Some(SchedulerName::Disk(p)) => p,
@@ -188,10 +204,15 @@ impl Experiment {
             None
         };
         let label = format!(
-            "{} {}x{}{}{}",
+            "{} {}x{}{}{}{}",
             a.layout.name(),
             disks / width,
             width,
+            if a.track_aligned {
+                " track-aligned"
+            } else {
+                ""
+            },
             match &cache {
                 Some(c) => format!(" wc{}K {}", c.write_blocks * 4, destage_label(a)),
                 None => String::new(),

@@ -29,7 +29,7 @@ layout = "jbod"            # jbod | striping | mirror | raid-10 | striped-mirror
 # dr = 1                   # rotational replicas
 # dm = 1                   # mirrors
 stripe_unit_bytes = 65536
-track_aligned = false      # stripe unit = one track of its zone (striped/mirrored layouts)
+track_aligned = false      # stripe unit = one track of its zone (striped, mirrored, parity)
 placement = "track-group"  # rotational replicas: even | random | track-group
 writes = "delayed"         # replicas: delayed | foreground
 nvram_entries = {nvram}

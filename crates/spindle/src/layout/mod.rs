@@ -77,6 +77,20 @@ impl Shape {
 #[error("{0}")]
 pub struct LayoutError(pub String);
 
+/// `drive`'s geometry, when its tracks hold contiguous LBAs (spindle's own layout), as a
+/// track-aligned layout needs.
+pub fn track_geometry(drive: &Drive) -> Result<&Geometry, LayoutError> {
+    let geo = drive.geometry();
+    if geo.is_disksim() {
+        return Err(LayoutError(format!(
+            "track_aligned needs a drive with spindle's own layout; {}'s tracks are a \
+             DiskSim layout, whose tracks need not hold contiguous LBAs",
+            drive.id
+        )));
+    }
+    Ok(geo)
+}
+
 /// A contiguous part of a host request that lies in one column and one band group, so
 /// every replica of it is one run of sectors (or two, when a rotated replica wraps around
 /// its track).
@@ -216,13 +230,7 @@ impl Layout {
                 cfg.shape.describe()
             ));
         }
-        if geo.is_disksim() {
-            return err(format!(
-                "track_aligned needs a drive with spindle's own layout; {}'s tracks are a \
-                 DiskSim layout, whose tracks need not hold contiguous LBAs",
-                drive.id
-            ));
-        }
+        track_geometry(drive)?;
         let sector = u64::from(geo.sector_bytes());
         let disk_sectors = drive.capacity_sectors();
         let per_column = match cfg.data_set_bytes {

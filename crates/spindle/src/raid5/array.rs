@@ -91,6 +91,11 @@ pub struct CacheConfig {
 /// The caches' block.
 pub const BLOCK_BYTES: u32 = 4096;
 
+/// Sectors per cache block on a drive of `sector_bytes` sectors (at least one).
+pub fn block_sectors(sector_bytes: u32) -> u32 {
+    (BLOCK_BYTES / sector_bytes).max(1)
+}
+
 /// How a stripe update gets its parity.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum UpdateKind {
@@ -272,17 +277,18 @@ impl Raid5Array {
             drive
         };
         let sector = drive.geometry().sector_bytes();
-        let block_sectors = (BLOCK_BYTES / sector).max(1);
+        let block_sectors = block_sectors(sector);
         let cache = match &cfg.cache {
             None => None,
             Some(c) => {
-                if !BLOCK_BYTES.is_multiple_of(sector)
-                    || !cfg.layout.unit_sectors().is_multiple_of(block_sectors)
-                {
+                if !BLOCK_BYTES.is_multiple_of(sector) || !cfg.layout.whole_blocks(block_sectors) {
+                    let unit = match cfg.layout.fixed_unit() {
+                        Some(u) => format!("{u} sectors"),
+                        None => "one track's whole blocks".into(),
+                    };
                     return Err(format!(
                         "with a write cache the stripe unit must be whole {BLOCK_BYTES}-byte \
-                         blocks of whole sectors ({} sectors of {sector} bytes)",
-                        cfg.layout.unit_sectors()
+                         blocks of whole sectors ({unit} of {sector} bytes)"
                     ));
                 }
                 if c.write_blocks <= c.parity_reserve {
@@ -537,15 +543,15 @@ impl Raid5Array {
     /// every surviving unit's rows; a lost untouched unit forces a read-modify-write.
     fn plan(&mut self, u: usize) {
         let pieces = std::mem::take(&mut self.updates[u].pieces);
-        let full = pieces.iter().map(|p| u64::from(p.sectors)).sum::<u64>()
-            == u64::from(self.layout.width() - 1) * u64::from(self.layout.unit_sectors());
         let key = self.updates[u].key;
+        let full = pieces.iter().map(|p| u64::from(p.sectors)).sum::<u64>()
+            == u64::from(self.layout.width() - 1) * u64::from(self.layout.unit_of(key.1));
         let lost = self.lost_disk(key);
         let (group, stripe) = key;
         let l = &self.layout;
         let base = l.stripe_lba(stripe);
         let data_units = l.width() - 1;
-        let unit = l.unit_sectors();
+        let unit = l.unit_of(stripe);
         let covered: u64 = pieces.iter().map(|p| u64::from(p.sectors)).sum();
         let stripe_data = u64::from(data_units) * u64::from(unit);
         // The rows (sector offsets within a unit) whose parity changes.
@@ -692,6 +698,14 @@ impl Raid5Array {
         lba: u64,
         sectors: u32,
     ) {
+        // Every operation serves one stripe: it stays in that stripe's row (with
+        // track-aligned stripes, in one track).
+        debug_assert!(
+            self.layout
+                .row_of(lba)
+                .is_some_and(|(s, o)| o + sectors <= self.layout.unit_of(s)),
+            "{kind:?} of {sectors} sectors at {lba} of disk {disk} leaves its stripe's row"
+        );
         self.seq += 1;
         if let Some(s) = slot {
             self.host.add_part(s);

@@ -3,7 +3,16 @@
 //! group u mod groups), and in each group a parity stripe of G − 1 data units and one parity
 //! unit. RAID-5 rotates the parity unit over the group's disks (the four rotations DiskSim
 //! offers, left-symmetric by default); RAID-4 keeps it on the group's last disk.
+//!
+//! Stripe s's units lie at the same sectors of every disk (its *row*). Conventionally every
+//! row is one fixed stripe unit; **track-aligned** ([`ParityLayout::new_track_aligned`]) row
+//! s is track s (module [`rows`]), so the unit varies by zone. Either way stripe s holds the
+//! logical sectors `[D · b_s, D · b_{s+1})`, D = groups × (G − 1) data units per stripe and
+//! `b_s` the unit sectors of the rows before s, dealt unit by unit to the groups as before.
 
+mod rows;
+
+use rows::{Rows, TrackRows};
 use serde::{Deserialize, Serialize};
 
 /// Where stripe s's parity unit lies and how its data units follow it.
@@ -52,7 +61,7 @@ pub struct UnitPiece {
 pub struct ParityLayout {
     groups: u32,
     width: u32,
-    unit_sectors: u32,
+    rows: Rows,
     stripes: u64,
     rotation: ParityRotation,
 }
@@ -68,14 +77,7 @@ impl ParityLayout {
         data_sectors: Option<u64>,
         rotation: ParityRotation,
     ) -> Result<ParityLayout, String> {
-        if groups == 0 {
-            return Err("a parity array has at least one parity group".into());
-        }
-        if width < 3 {
-            return Err(format!(
-                "a parity group has at least 3 disks (2 data + parity), got {width}"
-            ));
-        }
+        Self::check_shape(groups, width)?;
         if unit_sectors == 0 {
             return Err("the stripe unit is at least one sector".into());
         }
@@ -100,10 +102,59 @@ impl ParityLayout {
         Ok(ParityLayout {
             groups,
             width,
-            unit_sectors,
+            rows: Rows::Fixed(unit_sectors),
             stripes,
             rotation,
         })
+    }
+
+    /// A track-aligned layout on `drive` (spindle's own layout): stripe s's row is track s,
+    /// less the sectors before its first and after its last whole block of `block_sectors`
+    /// (the caches move whole blocks, and a block straddling two tracks would belong to two
+    /// stripes); a track holding no whole block is no stripe. `data_sectors` as in
+    /// [`ParityLayout::new`].
+    pub fn new_track_aligned(
+        groups: u32,
+        width: u32,
+        drive: &crate::drive::Drive,
+        block_sectors: u32,
+        data_sectors: Option<u64>,
+        rotation: ParityRotation,
+    ) -> Result<ParityLayout, String> {
+        Self::check_shape(groups, width)?;
+        let per_disk = data_sectors.map(|d| d.div_ceil(u64::from(groups) * u64::from(width - 1)));
+        let rows = TrackRows::tracks(drive, block_sectors, per_disk)?;
+        let stripes = rows.len();
+        if let (Some(d), Some(need)) = (data_sectors, per_disk) {
+            if rows.before(stripes) < need {
+                return Err(format!(
+                    "the data set ({d} sectors) exceeds the array's {} data sectors",
+                    rows.before(stripes) * u64::from(groups) * u64::from(width - 1)
+                ));
+            }
+        }
+        if stripes == 0 {
+            return Err("a disk holds no whole track-aligned stripe unit".into());
+        }
+        Ok(ParityLayout {
+            groups,
+            width,
+            rows: Rows::Tracks(std::sync::Arc::new(rows)),
+            stripes,
+            rotation,
+        })
+    }
+
+    fn check_shape(groups: u32, width: u32) -> Result<(), String> {
+        if groups == 0 {
+            return Err("a parity array has at least one parity group".into());
+        }
+        if width < 3 {
+            return Err(format!(
+                "a parity group has at least 3 disks (2 data + parity), got {width}"
+            ));
+        }
+        Ok(())
     }
 
     pub fn groups(&self) -> u32 {
@@ -119,8 +170,38 @@ impl ParityLayout {
         (self.groups * self.width) as usize
     }
 
-    pub fn unit_sectors(&self) -> u32 {
-        self.unit_sectors
+    /// The stripe unit when it is fixed; `None` when it is one track (it varies by zone).
+    pub fn fixed_unit(&self) -> Option<u32> {
+        match &self.rows {
+            Rows::Fixed(u) => Some(*u),
+            Rows::Tracks(_) => None,
+        }
+    }
+
+    /// Whether each stripe's unit is one track ([`ParityLayout::new_track_aligned`]).
+    pub fn track_aligned(&self) -> bool {
+        self.fixed_unit().is_none()
+    }
+
+    /// Sectors of each unit (data or parity) of stripe `stripe`.
+    pub fn unit_of(&self, stripe: u64) -> u32 {
+        match &self.rows {
+            Rows::Fixed(u) => *u,
+            Rows::Tracks(t) => t.unit(stripe),
+        }
+    }
+
+    /// Unit sectors of the stripes before `stripe` (on each disk).
+    pub fn before(&self, stripe: u64) -> u64 {
+        match &self.rows {
+            Rows::Fixed(u) => stripe * u64::from(*u),
+            Rows::Tracks(t) => t.before(stripe),
+        }
+    }
+
+    /// Data units per stripe over all groups, D.
+    fn data_units(&self) -> u64 {
+        u64::from(self.groups) * u64::from(self.width - 1)
     }
 
     pub fn rotation(&self) -> ParityRotation {
@@ -134,25 +215,33 @@ impl ParityLayout {
 
     /// Data sectors: every group's stripes of G − 1 data units.
     pub fn capacity_sectors(&self) -> u64 {
-        self.stripes
-            * u64::from(self.groups)
-            * u64::from(self.width - 1)
-            * u64::from(self.unit_sectors)
+        self.before(self.stripes) * self.data_units()
+    }
+
+    /// The stripe holding array sector `lba`.
+    fn stripe_of(&self, lba: u64) -> u64 {
+        match &self.rows {
+            Rows::Fixed(u) => lba / (self.data_units() * u64::from(*u)),
+            Rows::Tracks(t) => t.stripe_of(lba / self.data_units()),
+        }
     }
 
     /// Splits `sectors` at `lba` into its pieces in data units, in address order.
     pub fn pieces(&self, lba: u64, sectors: u32, out: &mut Vec<UnitPiece>) {
-        let unit = u64::from(self.unit_sectors);
         let (mut at, end) = (lba, lba + u64::from(sectors));
+        let groups = u64::from(self.groups);
         while at < end {
-            let u = at / unit;
-            let offset = (at % unit) as u32;
+            let stripe = self.stripe_of(at);
+            let unit = u64::from(self.unit_of(stripe));
+            // The unit's index in its stripe, counting every group's units in turn.
+            let rel = at - self.before(stripe) * self.data_units();
+            let u = rel / unit;
+            let offset = (rel % unit) as u32;
             let n = (end - at).min(unit - u64::from(offset)) as u32;
-            let w = u / u64::from(self.groups);
             out.push(UnitPiece {
-                group: (u % u64::from(self.groups)) as u32,
-                stripe: w / u64::from(self.width - 1),
-                unit: (w % u64::from(self.width - 1)) as u32,
+                group: (u % groups) as u32,
+                stripe,
+                unit: (u / groups) as u32,
                 offset,
                 sectors: n,
             });
@@ -185,16 +274,54 @@ impl ParityLayout {
 
     /// The first disk sector of stripe `stripe`'s units (the same on every disk).
     pub fn stripe_lba(&self, stripe: u64) -> u64 {
-        stripe * u64::from(self.unit_sectors)
+        match &self.rows {
+            Rows::Fixed(u) => stripe * u64::from(*u),
+            Rows::Tracks(t) => t.start(stripe),
+        }
+    }
+
+    /// The stripe whose row holds disk sector `lba` and the offset in its units; `None`
+    /// beyond the last stripe or between two track-aligned rows.
+    pub fn row_of(&self, lba: u64) -> Option<(u64, u32)> {
+        let stripe = match &self.rows {
+            Rows::Fixed(u) => lba / u64::from(*u),
+            Rows::Tracks(t) => t.row_at(lba)?,
+        };
+        let offset = lba.checked_sub(self.stripe_lba(stripe))?;
+        (stripe < self.stripes && offset < u64::from(self.unit_of(stripe)))
+            .then_some((stripe, offset as u32))
+    }
+
+    /// Whether every stripe's row starts on a block of `block_sectors` and is whole blocks
+    /// (the caches' condition).
+    pub fn whole_blocks(&self, block_sectors: u32) -> bool {
+        let bs = u64::from(block_sectors);
+        match &self.rows {
+            Rows::Fixed(u) => u64::from(*u).is_multiple_of(bs),
+            Rows::Tracks(_) => (0..self.stripes).all(|s| {
+                self.stripe_lba(s).is_multiple_of(bs)
+                    && u64::from(self.unit_of(s)).is_multiple_of(bs)
+            }),
+        }
+    }
+
+    /// Disk sectors up to the end of the last stripe's row.
+    pub fn disk_sectors_used(&self) -> u64 {
+        let last = self.stripes - 1;
+        self.stripe_lba(last) + u64::from(self.unit_of(last))
     }
 
     /// The array address of a piece of a data unit (the inverse of [`ParityLayout::pieces`]).
     pub fn logical(&self, group: u32, stripe: u64, unit: u32, offset: u32) -> u64 {
-        let w = stripe * u64::from(self.width - 1) + u64::from(unit);
-        let u = w * u64::from(self.groups) + u64::from(group);
-        u * u64::from(self.unit_sectors) + u64::from(offset)
+        let u = u64::from(unit) * u64::from(self.groups) + u64::from(group);
+        self.before(stripe) * self.data_units()
+            + u * u64::from(self.unit_of(stripe))
+            + u64::from(offset)
     }
 }
+
+#[cfg(test)]
+mod track_tests;
 
 #[cfg(test)]
 mod tests {

@@ -6,6 +6,7 @@ mod array;
 pub mod layout;
 
 pub use array::{
-    CacheConfig, FailureConfig, Raid5Array, Raid5Config, UpdateCounts, UpdateKind, BLOCK_BYTES,
+    block_sectors, CacheConfig, FailureConfig, Raid5Array, Raid5Config, UpdateCounts, UpdateKind,
+    BLOCK_BYTES,
 };
 pub use layout::{ParityLayout, ParityRotation};

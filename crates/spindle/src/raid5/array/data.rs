@@ -101,7 +101,8 @@ impl Raid5Array {
         h.extend_from_slice(&VERSION.to_le_bytes());
         h.extend_from_slice(&(l.disks() as u32).to_le_bytes());
         h.extend_from_slice(&l.width().to_le_bytes());
-        h.extend_from_slice(&l.unit_sectors().to_le_bytes());
+        // 0: track-aligned, the unit varies by stripe.
+        h.extend_from_slice(&l.fixed_unit().unwrap_or(0).to_le_bytes());
         h.extend_from_slice(&l.stripes().to_le_bytes());
         let c = self.cache.as_ref().map_or(0, |c| c.write.capacity() as u32);
         h.extend_from_slice(&c.to_le_bytes());
@@ -146,8 +147,7 @@ impl Raid5Array {
     fn logical_of(&self, disk: usize, lba: u64) -> u64 {
         let l = &self.layout;
         let group = disk as u32 / l.width();
-        let stripe = lba / u64::from(l.unit_sectors());
-        let offset = (lba % u64::from(l.unit_sectors())) as u32;
+        let (stripe, offset) = l.row_of(lba).expect("data lies in a stripe's row");
         let unit = (0..l.width() - 1)
             .find(|&k| l.data_disk(group, stripe, k) == disk)
             .expect("a host read goes to a data unit");
@@ -206,7 +206,7 @@ impl Raid5Array {
             return;
         }
         let lba = self.layout.stripe_lba(stripe);
-        let unit = self.layout.unit_sectors();
+        let unit = self.layout.unit_of(stripe);
         let pieces = survivors
             .iter()
             .map(|&d| disk_piece(0, d, lba, unit))
@@ -414,9 +414,9 @@ impl Raid5Array {
             }
             stripes.insert((group, stripe));
         }
-        let unit = l.unit_sectors();
         for (group, stripe) in stripes {
             let lba = l.stripe_lba(stripe);
+            let unit = l.unit_of(stripe);
             let pieces = (0..l.width() - 1)
                 .map(|k| disk_piece(0, l.data_disk(group, stripe, k), lba, unit))
                 .collect();

@@ -47,8 +47,9 @@ pub(super) struct Failure {
     stripes: u64,
     started: Option<Nanos>,
     done: Option<Nanos>,
-    /// Virtual time one stripe's rebuild takes at the configured rate.
+    /// Virtual time one stripe's rebuild takes at the configured rate (a fixed unit).
     step_ns: Option<u64>,
+    sector_bytes: u32,
     /// The step under way holds stripe `cursor`: operations of its phase not yet done.
     step_left: Option<u32>,
     /// A paced step waits for this instant (a timer is set).
@@ -69,7 +70,10 @@ impl Failure {
                 layout.disks()
             ));
         }
-        let step_ns = cfg.step_ns(u64::from(layout.unit_sectors()) * u64::from(sector_bytes))?;
+        // Track-aligned units vary: the pace is then worked out per stripe (the first
+        // stripe's unit only checks the rate here).
+        let unit = layout.unit_of(0);
+        let step_ns = cfg.step_ns(u64::from(unit) * u64::from(sector_bytes))?;
         Ok(Failure {
             cfg: cfg.clone(),
             group: cfg.disk as u32 / layout.width(),
@@ -79,6 +83,7 @@ impl Failure {
             started: None,
             done: None,
             step_ns,
+            sector_bytes,
             step_left: None,
             step_due: None,
             recons: crate::engine::Slab::default(),
@@ -176,7 +181,16 @@ impl Raid5Array {
         }
         if let Some(step) = f.step_ns {
             let started = f.started.expect("the rebuild started");
-            let due = started + crate::Span(step.saturating_mul(f.cursor));
+            // Stripes before the cursor at the configured rate.
+            let paced = match self.layout.fixed_unit() {
+                Some(_) => step.saturating_mul(f.cursor),
+                None if f.cursor == 0 => 0,
+                None => {
+                    let bytes = self.layout.before(f.cursor) * u64::from(f.sector_bytes);
+                    f.cfg.step_ns(bytes).ok().flatten().unwrap_or(0)
+                }
+            };
+            let due = started + crate::Span(paced);
             if due > now {
                 f.step_due = Some(due);
                 self.out.push(Action::Wake { at: due });
@@ -193,7 +207,7 @@ impl Raid5Array {
         let (group, stripe, lost) = (f.group, f.cursor, f.cfg.disk);
         let first = (group * self.layout.width()) as usize;
         let lba = self.layout.stripe_lba(stripe);
-        let unit = self.layout.unit_sectors();
+        let unit = self.layout.unit_of(stripe);
         let survivors: Vec<usize> = (first..first + self.layout.width() as usize)
             .filter(|&d| d != lost)
             .collect();
@@ -215,7 +229,7 @@ impl Raid5Array {
             Kind::RebuildRead => {
                 f.step_left = Some(1);
                 let lba = self.layout.stripe_lba(stripe);
-                let unit = self.layout.unit_sectors();
+                let unit = self.layout.unit_of(stripe);
                 let first = (group * self.layout.width()) as usize;
                 let survivors: Vec<usize> = (first..first + self.layout.width() as usize)
                     .filter(|&d| d != lost)

@@ -34,11 +34,60 @@ fn build_failing(
         seed,
         ..config(shape, data, rotation)
     };
-    Raid5Array::new(hp97560(), &cfg).expect("valid array")
+    let drive = if shape.2 == TRACKS {
+        zoned()
+    } else {
+        hp97560()
+    };
+    Raid5Array::new(drive, &cfg).expect("valid array")
 }
 
 fn hp97560() -> Arc<Drive> {
     Arc::new(builtin_drive("hp97560").expect("built-in drive"))
+}
+
+/// A stripe unit of [`TRACKS`] sectors: track-aligned stripes on [`zoned`] drives.
+const TRACKS: u32 = 0;
+
+/// Three zones whose tracks (75, 61, 50 sectors) are not whole 4 KiB blocks, the first
+/// zone's last track cut short by its spares, two slipped sectors: track-aligned units
+/// vary from stripe to stripe, within a zone too (each keeps its track's whole blocks).
+fn zoned() -> Arc<Drive> {
+    const ZONED: &str = r#"
+id = "zoned"
+name = "zoned test drive"
+rpm = 6000
+surfaces = 2
+cylinders = 4000
+head_switch_ms = 0.3
+overhead_read_ms = 0.5
+overhead_write_ms = 0.5
+slips = [130, 900]
+[[zones]]
+first_cylinder = 0
+last_cylinder = 3
+sectors_per_track = 75
+track_skew = 7
+cylinder_skew = 13
+spare_sectors_per_zone = 20
+[[zones]]
+first_cylinder = 4
+last_cylinder = 9
+sectors_per_track = 61
+track_skew = 5
+cylinder_skew = 11
+[[zones]]
+first_cylinder = 10
+last_cylinder = 3999
+sectors_per_track = 50
+track_skew = 4
+cylinder_skew = 9
+[seek]
+kind = "linear"
+full_ms = 12.0
+intercept_ms = 1.0
+"#;
+    Arc::new(crate::drive::parse_drive(ZONED).expect("valid test drive"))
 }
 
 /// HP 97560s in `groups` parity groups of `width`, stripe units of `unit` sectors, FCFS
@@ -48,14 +97,18 @@ fn config(
     data: Option<u64>,
     rotation: ParityRotation,
 ) -> Raid5Config {
-    let layout = ParityLayout::new(
-        groups,
-        width,
-        unit,
-        hp97560().capacity_sectors(),
-        data,
-        rotation,
-    )
+    let layout = if unit == TRACKS {
+        ParityLayout::new_track_aligned(groups, width, &zoned(), 8, data, rotation)
+    } else {
+        ParityLayout::new(
+            groups,
+            width,
+            unit,
+            hp97560().capacity_sectors(),
+            data,
+            rotation,
+        )
+    }
     .expect("valid layout");
     Raid5Config {
         layout,
@@ -174,6 +227,42 @@ fn a_full_stripe_write_writes_data_and_parity_without_reads() {
 }
 
 #[test]
+fn a_whole_track_aligned_stripe_is_a_full_stripe_write_whatever_its_unit() {
+    let mut a = build(
+        (1, 4, TRACKS),
+        Some(60_000),
+        ParityRotation::LeftSymmetric,
+        None,
+        7,
+    );
+    let l = a.layout().clone();
+    // The first stripe of each unit size (the zoned drive's tracks keep 40 to 72 sectors).
+    let mut sizes = std::collections::BTreeMap::new();
+    for s in 0..l.stripes() {
+        sizes.entry(l.unit_of(s)).or_insert(s);
+    }
+    assert!(sizes.len() >= 4, "{sizes:?}");
+    let reqs: Vec<_> = sizes
+        .values()
+        .enumerate()
+        .map(|(i, &s)| {
+            let lba = l.logical(0, s, 0, 0);
+            req(
+                i as u64,
+                Op::Write,
+                lba,
+                3 * l.unit_of(s),
+                i as u64 * 1_000_000_000,
+            )
+        })
+        .collect();
+    drain(&mut a, &reqs);
+    let n = reqs.len() as u64;
+    assert_eq!(a.update_counts().full_stripe, n, "{:?}", a.update_counts());
+    assert_eq!(ops_per_disk(&a), [n; 4]);
+}
+
+#[test]
 fn a_large_partial_write_reads_only_the_data_it_leaves() {
     // One parity group, so that a host write's units are consecutive units of a stripe.
     let mut one = build((1, 5, 72), None, ParityRotation::LeftSymmetric, None, 7);
@@ -244,6 +333,7 @@ fn cached(
     reserve: usize,
     rotation: ParityRotation,
     seed: u64,
+    unit: u32,
 ) -> Raid5Array {
     let cache = CacheConfig {
         write_blocks: write,
@@ -251,7 +341,7 @@ fn cached(
         parity_reserve: reserve,
         policy,
     };
-    build((2, 4, 16), Some(400_000), rotation, Some(cache), seed)
+    build((2, 4, unit), Some(400_000), rotation, Some(cache), seed)
 }
 
 #[test]
@@ -270,7 +360,10 @@ fn random_workloads_through_small_caches_are_answered_and_work_conserving_destag
         ParityRotation::Dedicated,
     ];
     let mut overflowed = 0;
-    for case in 0..40u64 {
+    for (unit, case) in [16, TRACKS]
+        .into_iter()
+        .flat_map(|u| (0..40u64).map(move |c| (u, c)))
+    {
         let mut rng = Pcg64Mcg::seed_from_u64(case);
         let policy = policies[case as usize % policies.len()].clone();
         let work_conserving = matches!(policy, DestagePolicy::Fcfs | DestagePolicy::LeastCost);
@@ -278,7 +371,7 @@ fn random_workloads_through_small_caches_are_answered_and_work_conserving_destag
         let reserve = rng.gen_range(1..=3.min(write - 1));
         let read = rng.gen_range(0..128);
         let rotation = rotations[rng.gen_range(0..rotations.len())];
-        let mut a = cached(policy, write, read, reserve, rotation, case);
+        let mut a = cached(policy, write, read, reserve, rotation, case, unit);
         let cap = a.capacity_sectors();
         // Bursts of arrivals on a small hot set (re-writes, same stripes) and anywhere.
         let mut t = 0u64;
@@ -329,7 +422,7 @@ fn random_workloads_through_small_caches_are_answered_and_work_conserving_destag
 
 #[test]
 fn cached_runs_are_deterministic() {
-    let run = || {
+    let run = |unit| {
         let mut a = cached(
             crate::cache::DestagePolicy::linear_threshold_default(),
             32,
@@ -337,6 +430,7 @@ fn cached_runs_are_deterministic() {
             3,
             ParityRotation::LeftSymmetric,
             9,
+            unit,
         );
         let mut rng = Pcg64Mcg::seed_from_u64(5);
         let reqs: Vec<_> = (0..500u64)
@@ -354,5 +448,6 @@ fn cached_runs_are_deterministic() {
             .map(|c| (c.id, c.done))
             .collect::<Vec<_>>()
     };
-    assert_eq!(run(), run());
+    assert_eq!(run(16), run(16));
+    assert_eq!(run(TRACKS), run(TRACKS));
 }

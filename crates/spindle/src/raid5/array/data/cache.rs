@@ -297,13 +297,13 @@ impl Raid5Array {
         }
         let bs = self.block_sectors_u32();
         let geo = self.geo();
-        let unit = u64::from(self.layout.unit_sectors());
         let group = disk as u32 / self.layout.width();
         for b in lba / u64::from(bs)..(lba + u64::from(sectors)) / u64::from(bs) {
             let k = (disk as u32, b);
             let start = b * u64::from(bs);
             let slot = self.slots()[&(k, Ver::Pending)];
-            let parity = self.layout.parity_disk(group, start / unit) == disk;
+            let (stripe, _) = self.layout.row_of(start).expect("a block lies in a row");
+            let parity = self.layout.parity_disk(group, stripe) == disk;
             let logical = if parity {
                 0
             } else {
@@ -332,8 +332,7 @@ impl Raid5Array {
         };
         let bs = self.block_sectors_u32();
         let l = &self.layout;
-        let blocks_per_disk = l.stripes() * u64::from(l.unit_sectors()) / u64::from(bs);
-        let unit = u64::from(l.unit_sectors());
+        let blocks_per_disk = l.disk_sectors_used() / u64::from(bs);
         // Per block, its newest data version's slot (dirty over pending).
         let mut newest: BTreeMap<BlockAddr, (u8, u32)> = BTreeMap::new();
         let mut stripes = BTreeSet::new();
@@ -355,14 +354,16 @@ impl Raid5Array {
             }
             let disk = u32::from_le_bytes(h[4..8].try_into().expect("4 bytes"));
             let block = u64::from_le_bytes(h[8..16].try_into().expect("8 bytes"));
-            if disk as usize >= l.disks() || block >= blocks_per_disk {
+            let row = l.row_of(block * u64::from(bs));
+            if disk as usize >= l.disks() || block >= blocks_per_disk || row.is_none() {
                 return Err(RecoverError(format!(
                     "NVRAM cache slot {i}: block {block} of disk {disk} is not in this array"
                 )));
             }
             if state == PENDING_PARITY {
                 // Its round may have written some data and not the parity.
-                stripes.insert((disk / l.width(), block * u64::from(bs) / unit));
+                let (stripe, _) = row.expect("checked");
+                stripes.insert((disk / l.width(), stripe));
                 continue;
             }
             if state == AVAILABLE {
@@ -385,7 +386,7 @@ impl Raid5Array {
         for ((disk, block), (_, slot)) in newest {
             let start = block * u64::from(bs);
             let group = disk / l.width();
-            let stripe = start / unit;
+            let (stripe, _) = l.row_of(start).expect("checked when read");
             if l.parity_disk(group, stripe) == disk as usize {
                 return Err(RecoverError(format!(
                     "NVRAM cache slot {slot}: data on the parity of stripe {stripe}"

@@ -233,7 +233,7 @@ fn prefilled(a: &Raid5Array, rng: &mut Pcg64Mcg) -> Model {
     for g in 0..l.groups() {
         for s in 0..l.stripes() {
             let lba = l.stripe_lba(s);
-            for o in 0..l.unit_sectors() {
+            for o in 0..l.unit_of(s) {
                 let mut parity = 0;
                 for k in 0..l.width() - 1 {
                     let fp: u64 = rng.gen::<u64>() | 1;
@@ -354,15 +354,15 @@ fn cached_newer(a: &Raid5Array, g: u32, s: u64) -> bool {
     c.dirty.contains_key(&(g, s))
         || (first..first + l.width() as usize).any(|d| {
             let b0 = l.stripe_lba(s) / bs;
-            (b0..b0 + u64::from(l.unit_sectors()) / bs).any(|b| c.write.has_newer((d as u32, b)))
+            (b0..b0 + u64::from(l.unit_of(s)) / bs).any(|b| c.write.has_newer((d as u32, b)))
         })
 }
 
 fn assert_parity(a: &Raid5Array, m: &Model, skip_disk: Option<usize>) {
     let l = a.layout();
-    let unit = u64::from(l.unit_sectors());
     for g in 0..l.groups() {
         for s in 0..l.stripes() {
+            let unit = u64::from(l.unit_of(s));
             let disks: Vec<usize> = (0..l.width() - 1)
                 .map(|k| l.data_disk(g, s, k))
                 .chain(std::iter::once(l.parity_disk(g, s)))
@@ -432,7 +432,7 @@ fn workload(cap: u64, rng: &mut Pcg64Mcg, n: u64) -> Vec<HostRequest> {
 }
 
 fn small(rotation: ParityRotation, seed: u64, failure: Option<FailureConfig>) -> Raid5Array {
-    small_cached(rotation, seed, failure, None)
+    small_cached(rotation, seed, failure, None, 16)
 }
 
 fn small_cached(
@@ -440,8 +440,9 @@ fn small_cached(
     seed: u64,
     failure: Option<FailureConfig>,
     cache: Option<CacheConfig>,
+    unit: u32,
 ) -> Raid5Array {
-    build_failing((2, 4, 16), Some(24_000), rotation, cache, seed, failure)
+    build_failing((2, 4, unit), Some(24_000), rotation, cache, seed, failure)
 }
 
 /// A write cache of 8–48 blocks (overflows come often) with a random destage algorithm.
@@ -485,7 +486,10 @@ fn parity_is_the_xor_of_the_data_and_reads_see_acknowledged_writes_through_failu
         ParityRotation::Dedicated,
     ];
     let (mut recon, mut xors, mut reads, mut nvram) = (0, 0, 0, 0);
-    for case in 0..48u64 {
+    for (unit, case) in [16, TRACKS]
+        .into_iter()
+        .flat_map(|u| (0..48u64).map(move |c| (u, c)))
+    {
         let mut rng = Pcg64Mcg::seed_from_u64(500 + case);
         let rotation = rotations[case as usize % rotations.len()];
         // A third healthy, a third failing mid-run and rebuilt, a third failing for good.
@@ -500,7 +504,7 @@ fn parity_is_the_xor_of_the_data_and_reads_see_acknowledged_writes_through_failu
         };
         // Every other case with the write cache.
         let cache = (case % 2 == 1).then(|| random_cache(&mut rng));
-        let mut a = small_cached(rotation, case, failure.clone(), cache.clone());
+        let mut a = small_cached(rotation, case, failure.clone(), cache.clone(), unit);
         assert!(a.enable_data_moves());
         let mut m = prefilled(&a, &mut rng);
         let cap = a.capacity_sectors();
@@ -538,12 +542,15 @@ fn parity_is_the_xor_of_the_data_and_reads_see_acknowledged_writes_through_failu
 #[test]
 fn a_crash_anywhere_leaves_consistent_parity_after_recovery_and_every_acknowledged_write() {
     let mut repaired = 0;
-    for case in 0..120u64 {
+    for (unit, case) in [16, TRACKS]
+        .into_iter()
+        .flat_map(|u| (0..120u64).map(move |c| (u, c)))
+    {
         let mut rng = Pcg64Mcg::seed_from_u64(900 + case);
         let rotation =
             [ParityRotation::LeftSymmetric, ParityRotation::Dedicated][case as usize % 2];
         let cache = (case % 3 != 0).then(|| random_cache(&mut rng));
-        let mut a = small_cached(rotation, case, None, cache.clone());
+        let mut a = small_cached(rotation, case, None, cache.clone(), unit);
         assert!(a.enable_data_moves());
         let mut m = prefilled(&a, &mut rng);
         let cap = a.capacity_sectors();
@@ -555,7 +562,7 @@ fn a_crash_anywhere_leaves_consistent_parity_after_recovery_and_every_acknowledg
         let now = run(&mut a, &mut m, &reqs, Some(crash));
         // Power fails: the disks and the NVRAM image are what the moves and NVRAM writes
         // made them. A new controller recovers from them.
-        let mut b = small_cached(rotation, case, None, cache);
+        let mut b = small_cached(rotation, case, None, cache, unit);
         assert!(b.enable_data_moves());
         let mut read = |_: usize, _: &[crate::drive::Run], _: &mut [u8]| Ok(());
         let image = m.nvram.clone();
@@ -640,6 +647,7 @@ fn malformed_or_foreign_nvram_images_are_refused() {
         3,
         ParityRotation::LeftSymmetric,
         1,
+        16,
     );
     assert!(c.enable_data_moves());
     assert!(c
@@ -661,6 +669,7 @@ fn malformed_or_foreign_nvram_images_are_refused() {
         3,
         ParityRotation::LeftSymmetric,
         1,
+        16,
     );
     fresh_cached.enable_data_moves();
     let e = fresh_cached.recover(&mc.nvram, &mut read).unwrap_err();
@@ -669,13 +678,16 @@ fn malformed_or_foreign_nvram_images_are_refused() {
 
 #[test]
 fn data_moves_do_not_change_timing() {
-    for case in 0..6u64 {
+    for (unit, case) in [16, TRACKS]
+        .into_iter()
+        .flat_map(|u| (0..6u64).map(move |c| (u, c)))
+    {
         let mut rng = Pcg64Mcg::seed_from_u64(77 + case);
         let cache = (case % 2 == 1).then(|| random_cache(&mut rng));
         let rotation =
             [ParityRotation::LeftSymmetric, ParityRotation::Dedicated][case as usize % 2];
         let timing = |data: bool| {
-            let mut a = small_cached(rotation, case, None, cache.clone());
+            let mut a = small_cached(rotation, case, None, cache.clone(), unit);
             if data {
                 assert!(a.enable_data_moves());
             }

@@ -202,6 +202,33 @@ fn a_paced_rebuild_takes_the_spare_s_bytes_over_the_rate() {
 }
 
 #[test]
+fn a_paced_track_aligned_rebuild_takes_each_stripe_s_bytes_over_the_rate() {
+    // Slow enough that every step waits for its pace (a step takes tens of ms).
+    let rate = 1e5;
+    let mut a = build_failing(
+        (2, 4, TRACKS),
+        Some(20_000),
+        ParityRotation::LeftSymmetric,
+        None,
+        7,
+        Some(fail(1, 0, true, Some(rate))),
+    );
+    let l = a.layout().clone();
+    let kick = l.logical(1, 0, 0, 0);
+    drain(&mut a, &[req(0, Op::Read, kick, 8, 0)]);
+    let s = a.rebuild_status().expect("a failure");
+    let took = s.done.unwrap().since(s.started.unwrap()).0 as f64;
+    // The last step starts when the stripes before it have had their time at the rate,
+    // then needs its reads and write (under 100 ms on idle disks).
+    let last = l.stripes() - 1;
+    let due = (l.before(last) * 512) as f64 / rate * 1e9;
+    assert!(
+        took >= due && took < due + 1e8,
+        "rebuild took {took} ns, due {due}"
+    );
+}
+
+#[test]
 fn random_workloads_with_a_failure_mid_run_are_answered_and_rebuilt() {
     let policies = [
         DestagePolicy::Fcfs,
@@ -214,7 +241,10 @@ fn random_workloads_with_a_failure_mid_run_are_answered_and_rebuilt() {
         ParityRotation::RightAsymmetric,
         ParityRotation::Dedicated,
     ];
-    for case in 0..16u64 {
+    for (unit, case) in [16, TRACKS]
+        .into_iter()
+        .flat_map(|u| (0..16u64).map(move |c| (u, c)))
+    {
         let mut rng = Pcg64Mcg::seed_from_u64(100 + case);
         let cache = (case % 2 == 1).then(|| CacheConfig {
             write_blocks: rng.gen_range(8..64),
@@ -233,7 +263,7 @@ fn random_workloads_with_a_failure_mid_run_are_answered_and_rebuilt() {
         };
         let run = || {
             let mut a = build_failing(
-                (2, 4, 16),
+                (2, 4, unit),
                 Some(60_000),
                 rotation,
                 cache.clone(),
