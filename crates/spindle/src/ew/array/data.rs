@@ -15,6 +15,8 @@
 //!   replicas lie on different disks is described by one move per source disk, each for
 //!   its part of the operation's extent (the only case of several moves for one
 //!   operation);
+//! - a rebuild: nothing for the survivor's read; the spare's write is [`Bytes::Copy`] from
+//!   the survivor's copy into the failed disk's slots ([`super::failure`]);
 //! - a map log append or checkpoint: [`Bytes::Meta`] with the append's bytes
 //!   ([`MapLog::append_bytes`], layout in [`crate::ew::map_log`]) at the region's sectors
 //!   on disk 0.
@@ -325,7 +327,8 @@ impl EwArray {
                 let mut replica: Option<u32> = None;
                 for i in 0..blocks {
                     let b = block + i;
-                    let fresh = self.fresh(b);
+                    // Not a lost copy: the spare's file is emptied when it is installed.
+                    let fresh = self.readable(b);
                     let r = match replica {
                         Some(r) if fresh & (1 << r) != 0 => r,
                         _ => fresh.trailing_zeros(),
@@ -361,6 +364,28 @@ impl EwArray {
                     };
                     self.push_move(mv);
                 }
+            }
+            // The survivor's copy is read when the spare's is written: the step holds its
+            // blocks, so the map and the bytes stay put in between.
+            Kind::RebuildRead => {}
+            Kind::RebuildWrite => {
+                let (block, blocks) = (op.block, op.blocks);
+                let (from, to) = (op.locs[0], op.locs[1]);
+                let src = self.disk_of(block, from.0);
+                debug_assert_eq!(self.disk_of(block, to.0), d);
+                let mv = DataMove {
+                    disk: d,
+                    op: Op::Write,
+                    lba,
+                    sectors: blocks * bs,
+                    bytes: Bytes::Copy {
+                        disk: src,
+                        runs: vec![self.run_of(src, from.1, blocks)],
+                    },
+                    copies: vec![vec![self.run_of(d, to.1, blocks)]],
+                };
+                debug_assert_eq!(mv.copies[0][0], dest);
+                self.push_move(mv);
             }
             Kind::MapAppend(aid) => {
                 debug_assert_eq!(d, 0);
