@@ -1832,9 +1832,7 @@ impl Experiment {
     fn build_ew(&self, drive: &Arc<Drive>, age_bound: Option<Span>) -> Result<Built, ConfigError> {
         let s = &self.spec;
         let a = &s.array;
-        for (key, given) in [
-            ("array.latent_error_rate", a.latent_error_rate.is_some()),
-        ] {
+        for (key, given) in [("array.latent_error_rate", a.latent_error_rate.is_some())] {
             if given {
                 return Err(self.error(
                     key,

@@ -29,13 +29,27 @@ impl Audit {
     }
 
     /// A rebuild copied `block` from `from` on disk `src` to `to` on disk `dst`.
-    pub(crate) fn copied(&mut self, src: usize, from: BlockId, dst: usize, to: BlockId, block: u32) {
+    pub(crate) fn copied(
+        &mut self,
+        src: usize,
+        from: BlockId,
+        dst: usize,
+        to: BlockId,
+        block: u32,
+    ) {
         assert!(
             !self.blank.contains(&src),
             "the rebuild read disk {src}, a spare"
         );
-        let v = self.contents.get(&(src, from)).copied().unwrap_or((block, 0));
-        assert_eq!(v.0, block, "disk {src} block {from} holds another block's data");
+        let v = self
+            .contents
+            .get(&(src, from))
+            .copied()
+            .unwrap_or((block, 0));
+        assert_eq!(
+            v.0, block,
+            "disk {src} block {from} holds another block's data"
+        );
         self.contents.insert((dst, to), v);
     }
 

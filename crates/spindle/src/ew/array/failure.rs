@@ -68,6 +68,9 @@ pub(super) struct EwFailure {
     steps: VecDeque<Step>,
     /// A paced step waits for this instant (a timer is set).
     step_due: Option<Nanos>,
+    /// The spare may be installed: the table keeps no copy on the failed disk, and a timer
+    /// at once installs it (after those NVRAM writes are taken).
+    ready: bool,
 }
 
 impl EwArray {
@@ -117,6 +120,7 @@ impl EwArray {
             step_ns: cfg.step_ns(u64::from(step_blocks) * BLOCK_BYTES)?,
             steps: VecDeque::new(),
             step_due: None,
+            ready: false,
         })
     }
 
@@ -139,6 +143,14 @@ impl EwArray {
             1 << f.replica
         } else {
             0
+        }
+    }
+
+    /// The lost replicas of block `b` whose bytes are gone: the spare is installed.
+    pub(super) fn gone(&self, b: u32) -> u64 {
+        match self.failure.as_ref() {
+            Some(f) if f.started.is_some() => self.lost(b),
+            _ => 0,
         }
     }
 
@@ -200,6 +212,8 @@ impl EwArray {
         if f.step_due.is_some_and(|t| t <= now) {
             f.step_due = None;
             self.next_rebuild_step(now);
+        } else if f.ready && f.started.is_none() {
+            self.spare_check(now);
         }
     }
 
@@ -246,7 +260,19 @@ impl EwArray {
             self.promote(id);
         }
         let d = &self.disks[disk];
-        if waiting || d.busy.is_some() || !d.fg.is_empty() || !d.delayed.is_empty() {
+        // A write the disk finished whose map update waits for NVRAM room is its work too.
+        let stalled = self.stalled.iter().any(|s| s.disk == disk);
+        if waiting || stalled || d.busy.is_some() || !d.fg.is_empty() || !d.delayed.is_empty() {
+            return;
+        }
+        let f = self.failure.as_mut().expect("a failure");
+        if !f.ready {
+            // The table's slots first: the spare's file is emptied when it is installed.
+            f.ready = true;
+            self.out.push(Action::Wake { at: now });
+            if self.data.is_some() {
+                self.keep_survivors(disk);
+            }
             return;
         }
         #[cfg(test)]
@@ -289,12 +315,8 @@ impl EwArray {
             }
             let began = f.started.expect("the rebuild has started");
             if let Some(ns) = f.step_ns {
-                let due = rebuild_step_due(
-                    began,
-                    ns,
-                    u64::from(f.issued),
-                    u64::from(f.step_blocks),
-                );
+                let due =
+                    rebuild_step_due(began, ns, u64::from(f.issued), u64::from(f.step_blocks));
                 if due > now {
                     self.failure.as_mut().expect("a failure").step_due = Some(due);
                     self.out.push(Action::Wake { at: due });

@@ -31,11 +31,7 @@ const SHAPES: [(u32, f64, f64, bool, u32); 8] = [
 fn random_failure(rng: &mut Pcg64Mcg, shape: &EwShape, at_ms_max: u64) -> FailureConfig {
     let disks = shape.disks().expect("whole") as usize;
     let rate = rng.gen_bool(0.5).then(|| rng.gen_range(3e6..40e6));
-    fail(
-        rng.gen_range(1..disks),
-        rng.gen_range(0..at_ms_max),
-        rate,
-    )
+    fail(rng.gen_range(1..disks), rng.gen_range(0..at_ms_max), rate)
 }
 
 /// Random redundant EW shapes, schedulers, free layouts and buffer sizes; a random disk
@@ -146,7 +142,11 @@ fn failures_the_ew_array_cannot_survive_are_refused() {
 }
 
 /// A random redundant configuration (the byte model's) with a random failure.
-fn failing_config(rng: &mut Pcg64Mcg, case: u64, nvram: std::ops::Range<u64>) -> (EwConfig, String) {
+fn failing_config(
+    rng: &mut Pcg64Mcg,
+    case: u64,
+    nvram: std::ops::Range<u64>,
+) -> (EwConfig, String) {
     loop {
         let (mut cfg, what) = random_config(rng, case, nvram.clone());
         if cfg.shape.dm < 2 {
@@ -221,7 +221,9 @@ fn a_crash_during_a_failure_recovers_every_acknowledged_write() {
         assert!(s.done.is_some(), "{}: rebuild unfinished {s:?}", h.what);
         h.check_idle();
     }
-    println!("{case} arrays, {crashes} crashes, {while_failed} failed, {during_rebuild} rebuilding");
+    println!(
+        "{case} arrays, {crashes} crashes, {while_failed} failed, {during_rebuild} rebuilding"
+    );
     assert!(
         while_failed > 100 && during_rebuild > 50,
         "crashes while failed {while_failed}, during the rebuild {during_rebuild}"
