@@ -1832,17 +1832,15 @@ impl Experiment {
     fn build_ew(&self, drive: &Arc<Drive>, age_bound: Option<Span>) -> Result<Built, ConfigError> {
         let s = &self.spec;
         let a = &s.array;
-        for (key, given) in [("array.latent_error_rate", a.latent_error_rate.is_some())] {
-            if given {
-                return Err(self.error(
-                    key,
-                    format!(
-                        "latent sector errors are simulated for the mirrored layouts, not \
-                         yet for \"{}\"",
-                        a.layout.name()
-                    ),
-                ));
-            }
+        if a.latent_error_rate.is_some() {
+            return Err(self.error(
+                "array.latent_error_rate",
+                format!(
+                    "latent sector errors are simulated for the mirrored layouts, not yet for \
+                     \"{}\"",
+                    a.layout.name()
+                ),
+            ));
         }
         let shape = self.ew_shape()?;
         let failure = self.failure(a, shape.disks().unwrap_or(0))?;

@@ -272,24 +272,6 @@ impl Harness {
         }
     }
 
-    /// As the emulator does: a failed disk's spare holds nothing when the rebuild starts.
-    fn follow_rebuild(&mut self) {
-        if let Some(r) = self.a.rebuild_status() {
-            if r.started.is_some() && !self.replaced {
-                self.replaced = true;
-                self.disks.disks[r.disk].clear();
-            }
-        }
-    }
-
-    /// The disk whose copies may differ from the others' now: a failed disk not (yet)
-    /// rebuilt.
-    fn unrebuilt(a: &EwArray) -> Option<usize> {
-        a.rebuild_status()
-            .filter(|r| r.done.is_none())
-            .map(|r| r.disk)
-    }
-
     /// Whether `tag` is the initial data or a write that covered block `b`.
     fn written_here(&self, tag: u64, b: u32) -> bool {
         tag == 0

@@ -499,6 +499,8 @@ impl EwArray {
                 self.rebuilt(now, self.column_block(c, i), mf);
             }
         }
+        // A DDM's moves home queued above count against the buffer like any.
+        self.enforce_nvram_limit();
         if !self.held.is_empty() {
             self.release_held(now);
         }

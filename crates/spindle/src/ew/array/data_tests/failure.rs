@@ -14,6 +14,26 @@ fn fail(disk: usize, at_ms: u64, rate: Option<f64>) -> FailureConfig {
     }
 }
 
+impl Harness {
+    /// As the emulator does: a failed disk's spare holds nothing when the rebuild starts.
+    pub(super) fn follow_rebuild(&mut self) {
+        if let Some(r) = self.a.rebuild_status() {
+            if r.started.is_some() && !self.replaced {
+                self.replaced = true;
+                self.disks.disks[r.disk].clear();
+            }
+        }
+    }
+
+    /// The disk whose copies may differ from the others' now: a failed disk not (yet)
+    /// rebuilt.
+    pub(super) fn unrebuilt(a: &EwArray) -> Option<usize> {
+        a.rebuild_status()
+            .filter(|r| r.done.is_none())
+            .map(|r| r.disk)
+    }
+}
+
 /// Redundant shapes: (Dm, Ds, Dd, DDM, sync copies).
 const SHAPES: [(u32, f64, f64, bool, u32); 8] = [
     (2, 1.0, 2.0, false, 1),
