@@ -10,7 +10,12 @@
 //! propagation or move home is queued for a lost copy. A block whose only fresh copy is on
 //! the failed disk (acknowledged, its propagation not yet run) is still read there while
 //! the disk drains; its propagations move to the foreground, and the spare is installed
-//! only once no block's newest acknowledged data lives on the failed disk alone.
+//! only once no block's newest acknowledged data lives on the failed disk alone and its
+//! accepted work (map updates waiting for NVRAM room included) is done. Before that, the
+//! NVRAM propagation table's slots that keep a copy on the failed disk are moved to a
+//! survivor, and the spare comes a timer later, after those NVRAM writes: a crash then
+//! never repairs a block from the emptied spare (a driver empties its file when the
+//! rebuild starts).
 //!
 //! **The rebuild writes in place.** The spare takes the failed disk's index, free space and
 //! map entries: each block's copy is written where the map already places it (the failed
@@ -350,18 +355,18 @@ impl EwArray {
             .map(|(k, s)| (k, *s))
             .collect();
         for (k, s) in waiting {
-            let mut pending = Vec::new();
+            let (mut busy, mut props) = (false, Vec::new());
             for i in s.first..s.end {
                 let b = self.column_block(c, i);
                 if let Some(st) = self.table.get(&b) {
                     if st.inflight > 0 || st.chunks > 0 || !st.props.is_empty() {
-                        pending.extend(st.props.iter().copied());
-                        pending.push(usize::MAX);
+                        busy = true;
+                        props.extend(st.props.iter().copied());
                     }
                 }
             }
-            if !pending.is_empty() {
-                for p in pending.into_iter().filter(|&p| p != usize::MAX) {
+            if busy {
+                for p in props {
                     self.promote(p);
                 }
                 continue;
@@ -430,6 +435,8 @@ impl EwArray {
         let m = if kind == Kind::RebuildRead { ms } else { mf };
         let d = self.disk_of(block, m);
         let loc = if kind == Kind::RebuildRead { from } else { to };
+        assert!(blocks > 0, "a rebuild run moves data");
+        assert!(ms != mf, "the rebuild copies from a survivor");
         let mut op = self.blank_op(kind, now);
         op.block = block;
         op.blocks = blocks;
@@ -486,10 +493,12 @@ impl EwArray {
             .iter_mut()
             .find(|s| (s.first..s.end).contains(&i))
             .expect("the write's step is under way");
+        assert!(s.started && s.left > 0, "a write of a started step's run");
         s.left -= 1;
         let mut rebuilt = Vec::new();
         while f.steps.front().is_some_and(|s| s.started && s.left == 0) {
             let s = f.steps.pop_front().expect("a step");
+            assert_eq!(s.first, f.cursor, "steps end in order");
             f.cursor = s.end;
             rebuilt.push((s.first, s.end));
         }
