@@ -188,26 +188,34 @@ fn serve_in_thread(
     (uri, stop_tx, server)
 }
 
-/// A RAID-10 or RAID-5 disk fails under real clients and is rebuilt onto a spare
-/// (docs/failures.md): data written before the failure reads back during and after the
-/// rebuild, fio's verified random I/O runs across the failure and the rebuild, and the spare
-/// really holds the data — served again with another disk failed from the start (RAID-10:
-/// the spare's mirror), every read of that data needs the spare.
+/// A RAID-10, RAID-5, EW-Array or DDM disk fails under real clients and is rebuilt onto a
+/// spare (docs/failures.md): data written before the failure reads back during and after
+/// the rebuild, fio's verified random I/O runs across the failure and the rebuild, and the
+/// spare really holds the data — served again with another disk failed from the start (the
+/// spare's mirror; RAID-5: any other), every read of that data needs the spare.
 #[test]
 fn a_failed_mirror_is_rebuilt_under_real_clients() {
     let tools = have("qemu-io", "qemu-utils") & have("fio", "fio");
     if !tools {
         return;
     }
-    for layout in [
-        "layout = \"raid-10\"\nds = 2\ndm = 2\nscheduler = \"satf\"\n",
-        "layout = \"raid-5\"\ndisks = 5\nwrite_cache_bytes = 0\n",
+    // The layout, and a disk whose failure leaves disk 1 (the one rebuilt) the only copy of
+    // some of the patterns.
+    for (layout, mirror) in [
+        (
+            "layout = \"raid-10\"\nds = 2\ndm = 2\nscheduler = \"satf\"\n",
+            0,
+        ),
+        ("layout = \"raid-5\"\ndisks = 5\nwrite_cache_bytes = 0\n", 0),
+        // Four disks, two per replica: disk 1's copies' mirror is disk 3.
+        ("layout = \"ew-array\"\ndm = 2\nds = 1\ndd = 2\n", 3),
+        ("layout = \"ddm\"\nds = 1\ndd = 2\n", 3),
     ] {
-        failed_disk_is_rebuilt_under_real_clients(layout);
+        failed_disk_is_rebuilt_under_real_clients(layout, mirror);
     }
 }
 
-fn failed_disk_is_rebuilt_under_real_clients(layout: &str) {
+fn failed_disk_is_rebuilt_under_real_clients(layout: &str, mirror: usize) {
     let exp = |extra: &str| {
         format!(
             "seed = 2\n[drive]\nmodel = \"st39133lwv\"\n[array]\n{layout}\
@@ -283,9 +291,11 @@ fn failed_disk_is_rebuilt_under_real_clients(layout: &str) {
     stop.send(()).expect("server running");
     server.join().expect("server thread").expect("served");
 
-    // Disk 0 (the spare's mirror) failed from the start, no rebuild: disk 1 serves alone.
+    // The spare's mirror failed from the start, no rebuild: disk 1 serves alone.
     let (uri, stop, server) = serve_in_thread(
-        &exp("failed_disk = 0\nfail_at_ms = 0\nrebuild = false\n"),
+        &exp(&format!(
+            "failed_disk = {mirror}\nfail_at_ms = 0\nrebuild = false\n"
+        )),
         data_dir.clone(),
     );
     let (ok, out) = pattern_io(&uri, "read");

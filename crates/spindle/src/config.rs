@@ -1841,26 +1841,21 @@ impl Experiment {
     fn build_ew(&self, drive: &Arc<Drive>, age_bound: Option<Span>) -> Result<Built, ConfigError> {
         let s = &self.spec;
         let a = &s.array;
-        for (key, given) in [
-            ("array.failed_disk", a.failed_disk.is_some()),
-            ("array.fail_at_ms", a.fail_at_ms.is_some()),
-            ("array.rebuild", a.rebuild.is_some()),
-            ("array.rebuild_rate_mb_s", a.rebuild_rate_mb_s.is_some()),
-            ("array.latent_error_rate", a.latent_error_rate.is_some()),
-        ] {
-            if given {
-                return Err(self.error(
-                    key,
-                    format!(
-                        "disk failures and latent sector errors are simulated for the \
-                         mirrored layouts (and failures for the parity layouts), not yet for \
-                         \"{}\"",
-                        a.layout.name()
-                    ),
-                ));
-            }
+        if a.latent_error_rate.is_some() {
+            return Err(self.error(
+                "array.latent_error_rate",
+                format!(
+                    "latent sector errors are simulated for the mirrored layouts, not yet for \
+                     \"{}\"",
+                    a.layout.name()
+                ),
+            ));
         }
         let shape = self.ew_shape()?;
+        let failure = self.failure(a, shape.disks().unwrap_or(0))?;
+        if let Some(f) = &failure {
+            EwArray::check_failure(&shape, f).map_err(|m| self.error("array.failed_disk", m))?;
+        }
         let policy = match a.scheduler {
             None => EwPolicy::SatfEw,
             Some(SchedulerName::Eager(p)) => p,
@@ -1895,6 +1890,7 @@ impl Experiment {
                     sector_bytes: drive.geometry().sector_bytes(),
                 },
                 free_layout: a.free_layout.unwrap_or_default(),
+                failure,
             },
         )
         .map_err(|m| self.error("array", m))?;

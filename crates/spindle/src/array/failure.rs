@@ -30,17 +30,12 @@
 //! failed disk: its failure loses data, and [`Failure::new`] refuses it.
 
 use super::{Array, DiskOp, Kind};
-use crate::engine::{Action, FailureClock, FailureConfig, RebuildStatus};
+use crate::engine::{
+    rebuild_step_due, Action, FailureClock, FailureConfig, RebuildStatus,
+    REBUILD_STEPS_IN_FLIGHT as STEPS_IN_FLIGHT, REBUILD_STEP_BYTES as STEP_BYTES,
+};
 use crate::layout::{Layout, Piece};
 use crate::Nanos;
-
-/// Column data one rebuild step copies (at most; a step ends where the replicas'
-/// placement stops being contiguous).
-pub const STEP_BYTES: u64 = 256 * 1024;
-
-/// Steps in flight at once: a step's read from the survivor overlaps the previous step's
-/// write to the spare (they are on different disks), as a rebuild streams.
-const STEPS_IN_FLIGHT: usize = 2;
 
 /// A step under way.
 #[derive(Copy, Clone, Debug)]
@@ -259,12 +254,7 @@ impl Array {
             if let Some(ns) = f.step_ns {
                 // At the configured rate the spare may hold `issued` sectors no earlier
                 // than this.
-                let paced = u128::from(ns) * u128::from(f.issued) / u128::from(f.step_sectors);
-                let due = Nanos(
-                    began
-                        .0
-                        .saturating_add(u64::try_from(paced).unwrap_or(u64::MAX)),
-                );
+                let due = rebuild_step_due(began, ns, f.issued, f.step_sectors);
                 if due > now {
                     self.failure.as_mut().expect("a failure").step_due = Some(due);
                     self.out.push(Action::Wake { at: due });

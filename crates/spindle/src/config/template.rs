@@ -67,7 +67,8 @@ map_portions = {portions}
 # io_bus_mb_s = 20.0       # 0: off
 # cache_port_mb_s = 20.0   # 0: off
 # drive_buffers = false
-# A disk failure (raid-5, raid-4, mirror, raid-10, sr-mirror; docs/failures.md)
+# A disk failure (raid-5, raid-4, mirror, raid-10, sr-mirror, ew-array with dm >= 2 and
+# ddm but not their disk 0; docs/failures.md)
 # failed_disk = 0          # absent: no disk fails
 # fail_at_ms = 0.0
 # rebuild = true

@@ -394,3 +394,36 @@ fn groups_errors_name_their_keys() {
         "{err}"
     );
 }
+
+/// An eager-writing array takes `array.failed_disk` (Dm >= 2, not disk 0) and reports its
+/// rebuild; a failure it cannot survive is refused naming the key.
+#[test]
+fn ew_failures_run_to_a_rebuild_or_are_refused_naming_the_key() {
+    let ew = |extra: &str| {
+        format!(
+            "seed = 1\n[drive]\nmodel = \"st39133lwv\"\n[array]\n{extra}dd = 2\n\
+             data_set_bytes = 16000000\nfail_at_ms = 50\n[workload]\nkind = \"closed\"\n\
+             queue_depth = 4\nread_fraction = 0.5\nsize_bytes = 4096\n[run]\nrequests = 400\n"
+        )
+    };
+    for layout in [
+        "layout = \"ew-array\"\ndm = 2\nds = 1\nfailed_disk = 1\n",
+        "layout = \"ddm\"\nds = 1\nfailed_disk = 3\n",
+    ] {
+        let r = run(&ew(layout), &[]).unwrap_or_else(|e| panic!("{layout}: {e}"));
+        assert!(r.rebuild.is_some(), "{layout}: no rebuild in the report");
+    }
+    for (layout, says) in [
+        (
+            "layout = \"ew-array\"\ndm = 1\nds = 2\nfailed_disk = 1\n",
+            "loses its data",
+        ),
+        ("layout = \"ddm\"\nds = 1\nfailed_disk = 0\n", "map log"),
+    ] {
+        let err = run(&ew(layout), &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("array.failed_disk") && err.contains(says),
+            "{err}"
+        );
+    }
+}

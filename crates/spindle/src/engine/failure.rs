@@ -3,6 +3,13 @@
 use super::{Action, Outbox};
 use crate::Nanos;
 
+/// Data one rebuild step copies (at most): the mirrored and eager-writing arrays'.
+pub const REBUILD_STEP_BYTES: u64 = 256 * 1024;
+
+/// Steps in flight at once: a step's read from a survivor overlaps the previous step's
+/// write to the spare (they are on different disks), as a rebuild streams.
+pub const REBUILD_STEPS_IN_FLIGHT: usize = 2;
+
 /// A disk failure (experiment keys `array.failed_disk`, `array.fail_at_ms`,
 /// `array.rebuild`, `array.rebuild_rate_mb_s`).
 #[derive(Clone, Debug, PartialEq)]
@@ -30,6 +37,18 @@ impl FailureConfig {
             )),
         }
     }
+}
+
+/// When a paced rebuild that `began` may start the step beginning `issued` units into the
+/// data, each step of `step` units taking `step_ns` at the configured rate.
+pub fn rebuild_step_due(began: Nanos, step_ns: u64, issued: u64, step: u64) -> Nanos {
+    assert!(step > 0, "a rebuild step moves data");
+    let paced = u128::from(step_ns) * u128::from(issued) / u128::from(step);
+    Nanos(
+        began
+            .0
+            .saturating_add(u64::try_from(paced).unwrap_or(u64::MAX)),
+    )
 }
 
 /// When a configured failure happens, as a controller sees it: before the failure, the

@@ -14,7 +14,9 @@ pub use data::{
     xor_pieces, Bytes, CopyRuns, DataMove, DiskReader, NvramBytes, NvramWrite, Piece, RecoverError,
     Source,
 };
-pub use failure::{FailureClock, FailureConfig};
+pub use failure::{
+    rebuild_step_due, FailureClock, FailureConfig, REBUILD_STEPS_IN_FLIGHT, REBUILD_STEP_BYTES,
+};
 pub use host::{HostSlot, HostTable};
 pub use outbox::Outbox;
 pub use slab::Slab;

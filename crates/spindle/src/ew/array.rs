@@ -47,7 +47,8 @@ use super::small::{InlineVec, IntMap, IntSet};
 use crate::drive::{Access, Drive, HeadState, Transfer};
 use crate::engine::{
     Action, Backlog, Breakdown, Busy, Cause, DataMove, DiskClock, DiskCounters, DiskReader, Engine,
-    Event, HostRequest, HostSlot, HostTable, NvramWrite, Outbox, RecoverError, Slab,
+    Event, FailureConfig, HostRequest, HostSlot, HostTable, NvramWrite, Outbox, RebuildStatus,
+    RecoverError, Slab,
 };
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
@@ -118,6 +119,8 @@ pub struct EwConfig {
     pub nvram_entries: usize,
     pub map: MapLogConfig,
     pub free_layout: FreeLayout,
+    /// A disk that fails, and its rebuild ([`failure`]).
+    pub failure: Option<FailureConfig>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -131,6 +134,10 @@ enum Kind {
     Home,
     /// A map log append (its id in [`MapLog`]).
     MapAppend(u64),
+    /// A rebuild step's read from a surviving replica ([`failure`]).
+    RebuildRead,
+    /// Its copy written to the spare, in place.
+    RebuildWrite,
 }
 
 struct DiskOp {
@@ -273,6 +280,7 @@ pub struct EwArray {
     noise: bool,
     /// The bytes (data moves, NVRAM image); `None` while no driver wants them.
     data: Option<data::DataState>,
+    failure: Option<failure::EwFailure>,
     #[cfg(test)]
     pub(crate) audit: audit::Audit,
 }
@@ -594,7 +602,7 @@ impl EwArray {
             });
         }
         let n_disks = disks.len();
-        Ok(EwArray {
+        let mut a = EwArray {
             drive,
             shape: s,
             n,
@@ -627,9 +635,14 @@ impl EwArray {
             seq: 0,
             noise: cfg.noise,
             data: None,
+            failure: None,
             #[cfg(test)]
             audit: audit::Audit::default(),
-        })
+        };
+        if let Some(f) = &cfg.failure {
+            a.failure = Some(a.new_failure(f)?);
+        }
+        Ok(a)
     }
 
     pub fn shape(&self) -> EwShape {
@@ -729,13 +742,19 @@ impl EwArray {
     }
 
     /// Forgets a block's state once every copy holds its newest write.
+    /// A replica lost with a failed disk is not waited for: the rebuild copies the newest.
     fn settle(&mut self, b: u32) {
+        let lost = self.lost(b);
         if let Some(st) = self.table.get(&b) {
             if st.inflight == 0
                 && st.chunks == 0
                 && st.props.is_empty()
                 && st.acked == st.newest
-                && st.ver.iter().all(|&v| v == st.newest)
+                && st
+                    .ver
+                    .iter()
+                    .enumerate()
+                    .all(|(m, &v)| v == st.newest || lost & (1 << m) != 0)
             {
                 self.table.remove(&b);
                 if self.data.is_some() {
@@ -835,9 +854,9 @@ impl EwArray {
         // Cut where the fresh copies change or a copy stops being one physical run.
         let mut start = block;
         while start < block + blocks {
-            let mask = self.fresh(start);
+            let mask = self.readable(start);
             let mut end = start + 1;
-            while end < block + blocks && self.fresh(end) == mask {
+            while end < block + blocks && self.readable(end) == mask {
                 let contiguous = (0..self.dm).filter(|m| mask & (1 << m) != 0).all(|m| {
                     let d = self.disk_of(start, m);
                     let a = self.map.map().get(start, m);
@@ -960,7 +979,7 @@ impl EwArray {
             (need, sync) = (0, self.dm);
         }
         // Behind a held chunk, every chunk waits: writes start in arrival order.
-        if self.held.is_empty() && self.has_room(need) {
+        if self.held.is_empty() && self.has_room(need) && !self.held_by_rebuild(block, blocks) {
             self.reserved_blocks += need;
             self.accept_write(now, slot, block, blocks, version, sync);
             return;
@@ -988,7 +1007,7 @@ impl EwArray {
     /// Starts the held chunks that now fit, in arrival order.
     fn release_held(&mut self, now: Nanos) {
         while let Some(h) = self.held.front() {
-            if !self.has_room(h.need) {
+            if !self.has_room(h.need) || self.held_by_rebuild(h.block, h.blocks) {
                 break;
             }
             let h = self.held.pop_front().expect("a held chunk");
@@ -1016,11 +1035,15 @@ impl EwArray {
             st.newest = st.newest.max(version);
             st.chunks += 1;
         }
+        // Degraded: lost replicas are not written, and the survivors are all there is (a
+        // chunk is one stripe unit: its blocks are lost alike).
+        let lost = self.lost(block);
+        let copies = sync.min(self.dm - lost.count_ones());
         let g = Group {
             block,
             blocks,
             version,
-            left: sync,
+            left: copies,
             written: 0,
             // A written-through chunk (every replica synchronous) defers nothing.
             reserved: if sync == self.sync_copies {
@@ -1039,8 +1062,8 @@ impl EwArray {
                 self.groups.len() - 1
             }
         };
-        let mut used = 0u64;
-        for _ in 0..sync {
+        let mut used = lost;
+        for _ in 0..copies {
             let m = self.choose_write_replica(now, block, blocks, used);
             used |= 1 << m;
             let d = self.disk_of(block, m);
@@ -1175,6 +1198,7 @@ impl EwArray {
             Kind::Write => Cause::HostWrite,
             Kind::Propagate | Kind::Home => Cause::DelayedWrite,
             Kind::MapAppend(_) => Cause::MapLogging,
+            Kind::RebuildRead | Kind::RebuildWrite => Cause::Rebuild,
         };
         disk.clock
             .start(cause, Nanos(access.end.0 - access.service().0), access.end);
@@ -1294,10 +1318,14 @@ impl EwArray {
                 self.queue_appends(now, more);
                 self.drain_stalled(now);
             }
+            Kind::RebuildRead | Kind::RebuildWrite => self.rebuild_op_done(now, f.op),
         }
         // Propagations done or made obsolete free room for held writes.
         if !self.held.is_empty() {
             self.release_held(now);
+        }
+        if self.failure.is_some() {
+            self.failure_progress(now);
         }
         self.out.mark_for_dispatch(d);
     }
@@ -1446,8 +1474,9 @@ impl EwArray {
                 self.queue_home(now, start, n, g.version);
                 continue;
             }
+            let lost = self.lost(start);
             for m in 0..self.dm {
-                if g.written & (1 << m) == 0 {
+                if (g.written | lost) & (1 << m) == 0 {
                     self.queue_propagation(now, start, n, g.version, m);
                 }
             }
@@ -1494,8 +1523,13 @@ impl EwArray {
     }
 
     /// DDM: moves blocks home, one operation per run of consecutive home locations.
+    /// Blocks of one stripe unit, whose home may be lost with a failed disk (then the
+    /// rebuild moves them home).
     fn queue_home(&mut self, now: Nanos, block: u32, blocks: u32, version: u64) {
         let h = self.home_replica(block);
+        if self.lost(block) & (1 << h) != 0 {
+            return;
+        }
         let d = self.disk_of(block, h);
         let mut start = block;
         while start < block + blocks {
@@ -1579,23 +1613,10 @@ impl EwArray {
             let Some(op) = self.ops.get(p) else {
                 continue;
             };
-            if op.seq != seq
-                || !matches!(op.kind, Kind::Propagate | Kind::Home)
-                || op.started
-                || op.promoted
-            {
+            if op.seq != seq || !matches!(op.kind, Kind::Propagate | Kind::Home) {
                 continue;
             }
-            let (d, blocks) = (op.holders[0], op.blocks);
-            if let Some(r) = self.disks[d].delayed.remove(p as u64) {
-                self.disks[d].fg.push(r);
-                let op = self.op_mut(p);
-                op.promoted = true;
-                self.promoted_blocks += blocks as usize;
-                if self.disks[d].busy.is_none() {
-                    self.out.mark_for_dispatch(d);
-                }
-            }
+            self.promote(p);
         }
     }
 
@@ -1649,11 +1670,12 @@ impl Engine for EwArray {
     fn handle(&mut self, now: Nanos, ev: Event) {
         self.out.advance(now);
         self.begin();
+        self.fail_if_due(now);
         match ev {
             Event::Host(req) => self.accept(now, req),
             Event::DiskDone { disk } => self.finish(now, disk),
-            // This controller sets no timers.
-            Event::Wake => {}
+            // A failure's or a paced rebuild's timer.
+            Event::Wake => self.failure_wake(now),
         }
     }
 
@@ -1717,6 +1739,10 @@ impl Engine for EwArray {
     fn busy(&self, disk: usize, t: Nanos) -> Busy {
         self.disks[disk].clock.busy(t)
     }
+
+    fn rebuild(&self) -> Option<RebuildStatus> {
+        self.rebuild_status()
+    }
     fn power(&self, disk: usize, t: Nanos) -> Option<crate::drive::PowerTotals> {
         self.disks[disk].clock.power(t)
     }
@@ -1736,7 +1762,7 @@ impl Engine for EwArray {
             let bytes = match op.kind {
                 Kind::Propagate | Kind::Home => u64::from(op.blocks) * BLOCK_BYTES,
                 Kind::MapAppend(_) => u64::from(op.sectors) * sector_bytes,
-                Kind::Read | Kind::Write => continue,
+                Kind::Read | Kind::Write | Kind::RebuildRead | Kind::RebuildWrite => continue,
             };
             b.ops += 1;
             b.bytes += bytes;
@@ -1790,6 +1816,7 @@ impl Engine for EwArray {
 }
 
 mod data;
+mod failure;
 
 #[cfg(test)]
 pub(crate) mod audit;

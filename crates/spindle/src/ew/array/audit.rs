@@ -13,11 +13,44 @@ pub(crate) struct Audit {
     /// Reads in flight: per block, the acknowledged version at arrival.
     must_see: BTreeMap<u64, Vec<u64>>,
     pub(crate) reads_checked: u64,
+    /// Spares installed: what they hold is only what was written since.
+    blank: Vec<usize>,
 }
 
 impl Audit {
     pub(crate) fn wrote(&mut self, disk: usize, slot: BlockId, block: u32, version: u64) {
         self.contents.insert((disk, slot), (block, version));
+    }
+
+    /// Disk `disk` is replaced by an empty spare.
+    pub(crate) fn install_spare(&mut self, disk: usize) {
+        self.contents.retain(|&(d, _), _| d != disk);
+        self.blank.push(disk);
+    }
+
+    /// A rebuild copied `block` from `from` on disk `src` to `to` on disk `dst`.
+    pub(crate) fn copied(
+        &mut self,
+        src: usize,
+        from: BlockId,
+        dst: usize,
+        to: BlockId,
+        block: u32,
+    ) {
+        assert!(
+            !self.blank.contains(&src),
+            "the rebuild read disk {src}, a spare"
+        );
+        let v = self
+            .contents
+            .get(&(src, from))
+            .copied()
+            .unwrap_or((block, 0));
+        assert_eq!(
+            v.0, block,
+            "disk {src} block {from} holds another block's data"
+        );
+        self.contents.insert((dst, to), v);
     }
 
     pub(crate) fn read_issued(&mut self, seq: u64, acked: Vec<u64>) {
@@ -42,6 +75,11 @@ impl Audit {
                         "read of block {b} saw version {got}, older than acknowledged {v}"
                     );
                 }
+                None if self.blank.contains(&disk) => panic!(
+                    "read of block {} from disk {disk} block {}: a spare's block nothing wrote",
+                    block + i as u32,
+                    at.1
+                ),
                 None => assert_eq!(
                     v,
                     0,

@@ -15,6 +15,8 @@
 //!   replicas lie on different disks is described by one move per source disk, each for
 //!   its part of the operation's extent (the only case of several moves for one
 //!   operation);
+//! - a rebuild: nothing for the survivor's read; the spare's write is [`Bytes::Copy`] from
+//!   the survivor's copy into the failed disk's slots ([`super::failure`]);
 //! - a map log append or checkpoint: [`Bytes::Meta`] with the append's bytes
 //!   ([`MapLog::append_bytes`], layout in [`crate::ew::map_log`]) at the region's sectors
 //!   on disk 0.
@@ -203,10 +205,16 @@ impl EwArray {
     /// changed, its NVRAM writes not yet taken): the table slot first, then the record.
     pub(super) fn map_updated(&mut self, b: u32, m: u32, slot: BlockId, version: u64) {
         if self.dm > 1 {
+            let gone = self.gone(b);
+            assert!(
+                gone & (1 << m) == 0,
+                "block {b}: a write to a replaced copy"
+            );
             let st = self.table.get(&b).expect("an updated block has state");
+            // A copy lost with a replaced disk is never kept: its bytes are gone.
             let mut newest = (m, version);
             for (r, &v) in st.ver.iter().enumerate() {
-                if r as u32 != m && v > newest.1 {
+                if r as u32 != m && v > newest.1 && gone & (1 << r) == 0 {
                     newest = (r as u32, v);
                 }
             }
@@ -215,6 +223,51 @@ impl EwArray {
             } else {
                 self.map.map().get(b, newest.0)
             };
+            self.write_keep(b, newest.0, keep);
+        }
+        self.pump_map_nvram();
+    }
+
+    /// Before a failed disk's spare is installed: table slots that keep the failed disk's
+    /// copy of one of its blocks keep the newest surviving copy instead (one that holds the
+    /// newest acknowledged bytes: the spare waits for that), so no recovery copies from the
+    /// emptied spare.
+    pub(super) fn keep_survivors(&mut self, disk: usize) {
+        let Some(data) = self.data.as_ref() else {
+            return;
+        };
+        let lost: Vec<u32> = data
+            .dirty
+            .iter()
+            .filter(|(&b, e)| self.disk_of(b, e.replica) == disk)
+            .map(|(&b, _)| b)
+            .collect();
+        for b in lost {
+            let st = self.table.get(&b).expect("a dirty block has state");
+            let failed = self.lost(b);
+            let (r, v) = st
+                .ver
+                .iter()
+                .enumerate()
+                .filter(|(r, _)| failed & (1 << r) == 0)
+                .map(|(r, &v)| (r as u32, v))
+                .fold(None::<(u32, u64)>, |best, (r, v)| match best {
+                    Some((_, bv)) if bv >= v => best,
+                    _ => Some((r, v)),
+                })
+                .expect("a surviving replica");
+            assert!(
+                v >= st.acked,
+                "block {b}: no survivor holds its acknowledged data"
+            );
+            let keep = self.map.map().get(b, r);
+            self.write_keep(b, r, keep);
+        }
+    }
+
+    /// Block `b`'s table slot keeps replica `replica` at `keep`.
+    fn write_keep(&mut self, b: u32, replica: u32, keep: BlockId) {
+        {
             let data = self.data.as_mut().expect("data on");
             let old = data.dirty.get(&b).copied();
             let slot_no = old.map(|e| e.slot).unwrap_or_else(|| {
@@ -228,7 +281,7 @@ impl EwArray {
             });
             let e = Dirty {
                 slot: slot_no,
-                replica: newest.0,
+                replica,
                 phys: keep,
             };
             if old != Some(e) {
@@ -236,7 +289,6 @@ impl EwArray {
                 self.write_slot(slot_no, Some((b, e)));
             }
         }
-        self.pump_map_nvram();
     }
 
     /// Block `b` settled: every replica holds its newest write; its table slot is freed.
@@ -325,7 +377,8 @@ impl EwArray {
                 let mut replica: Option<u32> = None;
                 for i in 0..blocks {
                     let b = block + i;
-                    let fresh = self.fresh(b);
+                    // Not a lost copy: the spare's file is emptied when it is installed.
+                    let fresh = self.readable(b);
                     let r = match replica {
                         Some(r) if fresh & (1 << r) != 0 => r,
                         _ => fresh.trailing_zeros(),
@@ -361,6 +414,28 @@ impl EwArray {
                     };
                     self.push_move(mv);
                 }
+            }
+            // The survivor's copy is read when the spare's is written: the step holds its
+            // blocks, so the map and the bytes stay put in between.
+            Kind::RebuildRead => {}
+            Kind::RebuildWrite => {
+                let (block, blocks) = (op.block, op.blocks);
+                let (from, to) = (op.locs[0], op.locs[1]);
+                let src = self.disk_of(block, from.0);
+                debug_assert_eq!(self.disk_of(block, to.0), d);
+                let mv = DataMove {
+                    disk: d,
+                    op: Op::Write,
+                    lba,
+                    sectors: blocks * bs,
+                    bytes: Bytes::Copy {
+                        disk: src,
+                        runs: vec![self.run_of(src, from.1, blocks)],
+                    },
+                    copies: vec![vec![self.run_of(d, to.1, blocks)]],
+                };
+                debug_assert_eq!(mv.copies[0][0], dest);
+                self.push_move(mv);
             }
             Kind::MapAppend(aid) => {
                 debug_assert_eq!(d, 0);

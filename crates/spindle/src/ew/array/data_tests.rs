@@ -3,7 +3,7 @@
 //! bytes are kept as they are) and an NVRAM image changed only by its NVRAM writes.
 
 use super::data::SUPERBLOCK_BYTES;
-use super::tests::{assert_settled, config, drive};
+use super::tests::{assert_settled, config, drive, WAKE};
 use super::*;
 use crate::drive::Run;
 use crate::engine::Bytes;
@@ -152,6 +152,8 @@ struct Harness {
     rng: Pcg64Mcg,
     what: String,
     stats: Stats,
+    /// The failed disk's model was emptied when the controller installed its spare.
+    replaced: bool,
 }
 
 impl Harness {
@@ -188,6 +190,7 @@ impl Harness {
             rng,
             what,
             stats: Stats::default(),
+            replaced: false,
         };
         // The format and the first NVRAM image.
         assert!(h.pump());
@@ -209,6 +212,7 @@ impl Harness {
     fn pump(&mut self) -> bool {
         let sb = self.a.sector_bytes();
         loop {
+            self.follow_rebuild();
             while let Some(mv) = self.a.poll_data() {
                 assert!(mv.is_consistent(sb), "{}: {mv:?}", self.what);
                 self.moves += 1;
@@ -255,7 +259,10 @@ impl Harness {
                 return false;
             }
             match act {
-                Action::Wake { .. } => unreachable!("this controller sets no timers"),
+                Action::Wake { at } => {
+                    self.seq += 1;
+                    self.heap.push(Reverse((at, self.seq, WAKE)));
+                }
                 Action::DiskBusy { disk, until } => {
                     self.seq += 1;
                     self.heap.push(Reverse((until, self.seq, disk)));
@@ -371,7 +378,11 @@ impl Harness {
                 return false;
             }
             self.now = t;
-            self.a.handle(t, Event::DiskDone { disk });
+            let ev = match disk {
+                WAKE => Event::Wake,
+                disk => Event::DiskDone { disk },
+            };
+            self.a.handle(t, ev);
             // Now and then the host pauses, so delayed propagations run.
             if self.rng.gen_ratio(1, 50) {
                 self.owed = self.owed.saturating_sub(1);
@@ -379,12 +390,15 @@ impl Harness {
         }
     }
 
-    /// The block's tag, the same at every replica and sector.
-    fn block_tag(&self, a: &EwArray, b: u32) -> u64 {
+    /// The block's tag, the same at every replica and sector (but a copy on `skip`).
+    fn block_tag(&self, a: &EwArray, b: u32, skip: Option<usize>) -> u64 {
         let bs = u64::from(a.block_sectors);
         let mut tag = None;
         for m in 0..a.dm {
             let d = a.disk_of(b, m);
+            if skip == Some(d) {
+                continue;
+            }
             let lba = a.disks[d].free.lba(a.map.map().get(b, m));
             for s in 0..bs {
                 let t = self.disks.tag(d, lba + s);
@@ -404,8 +418,9 @@ impl Harness {
     fn check_idle(&mut self) {
         assert_eq!(self.a.outstanding(), 0, "{}", self.what);
         assert_settled(&self.a);
+        let skip = Self::unrebuilt(&self.a);
         for b in 0..self.a.logical_blocks {
-            let t = self.block_tag(&self.a, b);
+            let t = self.block_tag(&self.a, b, skip);
             assert_eq!(t, self.acked[b as usize], "{}: block {b}", self.what);
         }
         let mut fresh = EwArray::new(drive(), &self.cfg).unwrap();
@@ -434,6 +449,14 @@ impl Harness {
     /// reads the same at every replica, at least its last acknowledged write.
     fn crash_and_recover(&mut self) {
         self.stats.crashes += 1;
+        // A failure under way: the disk is failed again from the start and rebuilt anew
+        // (as `spindle serve` asks after a crash during a rebuild); its copies are whatever
+        // the crash left.
+        let skip = self.a.rebuild_status().map(|r| r.disk);
+        if let (Some(f), Some(_)) = (self.cfg.failure.as_mut(), skip) {
+            f.at = Nanos::ZERO;
+        }
+        self.replaced = false;
         let mut b = EwArray::new(drive(), &self.cfg).unwrap();
         assert!(b.enable_data_moves());
         let disks = &self.disks;
@@ -457,7 +480,7 @@ impl Harness {
         }
         self.nvram = image;
         for blk in 0..b.logical_blocks {
-            let t = self.block_tag(&b, blk);
+            let t = self.block_tag(&b, blk, skip);
             let acked = self.acked[blk as usize];
             assert!(
                 t >= acked && t != RAW && self.written_here(t, blk),
@@ -768,3 +791,5 @@ fn malformed_nvram_images_are_refused() {
     let e = a.recover(&image, &mut |_, _, _| Ok(())).unwrap_err();
     assert!(e.0.contains("before its first event"), "{e}");
 }
+
+mod failure;

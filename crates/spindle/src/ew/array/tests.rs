@@ -33,13 +33,14 @@ pub(super) fn config(
             sector_bytes: 512,
         },
         free_layout: FreeLayout::Even,
+        failure: None,
     }
 }
 
 /// Drives `a` with a closed loop of `q` random requests (1–3 blocks, `reads` of them
 /// reads) until `requests` are answered or `stop_after` events have been handled (a crash).
 /// Returns how many were answered; panics if one is answered twice.
-fn run(
+pub(super) fn run(
     a: &mut EwArray,
     requests: u64,
     q: u64,
@@ -80,7 +81,11 @@ fn run(
     loop {
         while let Some(act) = a.poll_action() {
             match act {
-                Action::Wake { .. } => unreachable!("this controller sets no timers"),
+                // A failure's or a paced rebuild's timer.
+                Action::Wake { at } => {
+                    seq += 1;
+                    heap.push(Reverse((at, seq, WAKE)));
+                }
                 Action::DiskBusy { disk, until } => {
                     seq += 1;
                     heap.push(Reverse((until, seq, disk)));
@@ -100,10 +105,17 @@ fn run(
         let Some(Reverse((t, _, disk))) = heap.pop() else {
             break;
         };
-        a.handle(t, Event::DiskDone { disk });
+        let ev = match disk {
+            WAKE => Event::Wake,
+            disk => Event::DiskDone { disk },
+        };
+        a.handle(t, ev);
     }
     answered.len() as u64
 }
+
+/// The event queue's mark of a controller's timer (not a disk).
+pub(super) const WAKE: usize = usize::MAX;
 
 /// Every disk's used blocks once everything is propagated: one per logical block of its
 /// column (DDM: the homes, its eager copies moved home).
@@ -219,7 +231,11 @@ fn the_nvram_limit_moves_propagations_to_the_foreground() {
     loop {
         while let Some(act) = a.poll_action() {
             match act {
-                Action::Wake { .. } => unreachable!("this controller sets no timers"),
+                // A failure's or a paced rebuild's timer.
+                Action::Wake { at } => {
+                    seq += 1;
+                    heap.push(Reverse((at, seq, WAKE)));
+                }
                 Action::DiskBusy { disk, until } => {
                     seq += 1;
                     heap.push(Reverse((until, seq, disk)));
