@@ -209,11 +209,10 @@ impl BackingStore {
         Ok(())
     }
 
-    /// A failed disk's spare takes its place: a marker naming the disk is made durable
-    /// first (a crash before the rebuild ends then finds it: [`Self::interrupted_rebuild`]),
-    /// then the disk's file is emptied — a new disk holds nothing until the rebuild writes
-    /// it.
-    pub fn replace_disk(&mut self, disk: usize) -> Result<(), StoreError> {
+    /// `disk` failed: its file stops receiving writes, so a durable marker names it
+    /// ([`Self::interrupted_rebuild`]) until a rebuild onto a spare has ended. A directory
+    /// served degraded is then never served again as if that file were current.
+    pub fn mark_failed(&mut self, disk: usize) -> Result<(), StoreError> {
         let marker = self.rebuild_marker();
         let io = |path: &Path| {
             let path = path.to_path_buf();
@@ -225,7 +224,18 @@ impl BackingStore {
             .map_err(io(&marker))?;
         File::open(&self.dir)
             .and_then(|d| d.sync_all())
-            .map_err(io(&self.dir))?;
+            .map_err(io(&self.dir))
+    }
+
+    /// A failed disk's spare takes its place: the failure's marker is made durable first (a
+    /// crash before the rebuild ends then finds it: [`Self::interrupted_rebuild`]), then the
+    /// disk's file is emptied — a new disk holds nothing until the rebuild writes it.
+    pub fn replace_disk(&mut self, disk: usize) -> Result<(), StoreError> {
+        self.mark_failed(disk)?;
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Io { path, source }
+        };
         let len = self.shape.disk_sectors * u64::from(self.shape.sector_bytes);
         let path = self.path(disk);
         let f = &self.files[disk];
@@ -250,8 +260,8 @@ impl BackingStore {
         })
     }
 
-    /// The disk whose rebuild onto a spare had not finished when the directory was last
-    /// used: its file holds only what the rebuild had written.
+    /// The disk that had failed, and whose rebuild onto a spare had not finished, when the
+    /// directory was last used: its file is stale, or holds only what the rebuild wrote.
     pub fn interrupted_rebuild(&self) -> Option<usize> {
         std::fs::read_to_string(self.rebuild_marker())
             .ok()

@@ -435,9 +435,10 @@ struct Driver {
     counted_to: Nanos,
     /// `--record`: every request accepted, at its arrival.
     recorder: Option<Recorder>,
-    /// A failed disk: its spare's file is emptied when the rebuild starts, and the rebuild
-    /// marked finished when it ends (what has been done of the two).
-    spare: (bool, bool),
+    /// A failed disk: marked failed in the store when it fails, its spare's file emptied
+    /// when the rebuild starts, and the rebuild marked finished when it ends (what has been
+    /// done of the three).
+    spare: (bool, bool, bool),
 }
 
 /// Sleeping gives way to spinning this long before a deadline. With a 1 ns timer slack a
@@ -509,7 +510,7 @@ impl Driver {
             first_request: None,
             counted_to: Nanos::ZERO,
             recorder,
-            spare: (false, false),
+            spare: (false, false, false),
         }
     }
 
@@ -722,18 +723,23 @@ impl Driver {
         }
     }
 
-    /// A failed disk's spare: emptied when the core starts the rebuild (before the rebuild's
-    /// first move, handed over next), marked rebuilt when the core says it is.
+    /// A failed disk: marked failed when it fails (before any move after the failure,
+    /// handed over next), its spare emptied when the core starts the rebuild (before the
+    /// rebuild's first move), marked rebuilt when the core says it is.
     fn follow_rebuild(&mut self) {
         let Some(r) = self.engine.rebuild() else {
             return;
         };
-        if r.started.is_some() && !self.spare.0 {
+        if !self.spare.0 {
             self.spare.0 = true;
+            self.io.send(Job::Failed(r.disk));
+        }
+        if r.started.is_some() && !self.spare.1 {
+            self.spare.1 = true;
             self.io.send(Job::Replace(r.disk));
         }
-        if r.done.is_some() && !self.spare.1 {
-            self.spare.1 = true;
+        if r.done.is_some() && !self.spare.2 {
+            self.spare.2 = true;
             self.io.send(Job::Rebuilt(r.disk));
         }
     }

@@ -53,6 +53,8 @@ pub(crate) enum Job {
     /// A failed disk's spare takes its place ([`BackingStore::replace_disk`]): before any
     /// move of the rebuild.
     Replace(usize),
+    /// A disk failed ([`BackingStore::mark_failed`]): before any move after the failure.
+    Failed(usize),
     /// The spare of this disk is rebuilt ([`BackingStore::rebuilt`]).
     Rebuilt(usize),
     /// The statistics, with the clock thread's mean of requests in the array and the paged
@@ -408,6 +410,11 @@ impl Worker {
                             lock(&answers).bufs.insert(id, buf);
                         }
                         _ => perform(&mut store, None, &ctx, mv),
+                    }
+                }
+                Job::Failed(disk) => {
+                    if let Err(e) = store.mark_failed(disk) {
+                        eprintln!("spindle serve: marking disk {disk} failed: {e}");
                     }
                 }
                 Job::Replace(disk) => {

@@ -92,16 +92,15 @@ pub fn serve_until(
     };
     let store = BackingStore::open(&opts.data_dir, shape).map_err(|e| e.to_string())?;
     if let Some(d) = store.interrupted_rebuild() {
-        // The disk's file holds only what the rebuild wrote: it must be rebuilt again
-        // before anything reads it.
-        let again = a.failed_disk == Some(d as u32)
-            && a.fail_at_ms.unwrap_or(0.0) == 0.0
-            && a.rebuild != Some(false);
-        if !again {
+        // The disk's file is stale (it failed) or holds only what a rebuild wrote: it must
+        // stay failed from the start, degraded or rebuilt again, before anything reads it.
+        let failed_again = a.failed_disk == Some(d as u32) && a.fail_at_ms.unwrap_or(0.0) == 0.0;
+        if !failed_again {
             return Err(format!(
-                "{}: disk {d} was being rebuilt onto a spare when the emulator stopped, so \
-                 its file is incomplete: serve with array.failed_disk = {d} and \
-                 array.fail_at_ms = 0 to rebuild it again",
+                "{}: disk {d} had failed and was not rebuilt when the emulator last served \
+                 this directory, so its file is stale: serve with array.failed_disk = {d} \
+                 and array.fail_at_ms = 0 (array.rebuild = true rebuilds it onto a spare; \
+                 false runs degraded)",
                 opts.data_dir.display()
             ));
         }

@@ -305,6 +305,25 @@ fn failed_disk_is_rebuilt_under_real_clients(layout: &str, mirror: usize) {
     );
     stop.send(()).expect("server running");
     server.join().expect("server thread").expect("served");
+    // Served degraded, the failed disk's file missed those writes: it stays marked, and the
+    // directory is not served again as if it were current.
+    assert_eq!(
+        std::fs::read_to_string(&marker).ok().as_deref(),
+        Some(format!("{mirror}\n").as_str()),
+        "{layout}: the degraded disk is marked"
+    );
+    let e = spindle_emu::serve::serve_until(
+        &Experiment::parse(&exp(""), "test", &[]).expect("valid"),
+        &no_files,
+        options(data_dir.clone()),
+        |_| {},
+        None,
+    )
+    .expect_err("a stale disk is refused");
+    assert!(
+        e.contains(&format!("disk {mirror} had failed")),
+        "{layout}: {e}"
+    );
 
     // A rebuild cut short leaves a marker: serving without rebuilding that disk is refused.
     std::fs::write(&marker, "1\n").expect("marker");
@@ -316,5 +335,5 @@ fn failed_disk_is_rebuilt_under_real_clients(layout: &str, mirror: usize) {
         None,
     )
     .expect_err("an interrupted rebuild is refused");
-    assert!(e.contains("disk 1 was being rebuilt"), "{layout}: {e}");
+    assert!(e.contains("disk 1 had failed"), "{layout}: {e}");
 }
