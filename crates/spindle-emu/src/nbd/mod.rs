@@ -42,6 +42,7 @@
 //! Not implemented: TLS, structured replies, block status, extended headers, resize, the
 //! cache command, oldstyle negotiation.
 
+pub mod client;
 mod limits;
 mod mem;
 pub mod proto;
