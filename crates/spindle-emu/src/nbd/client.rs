@@ -339,11 +339,22 @@ impl NbdClient {
 
     /// Reads `buf.len()` bytes at `offset`.
     pub fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), NbdError> {
+        self.read_timed(offset, buf).map(|_| ())
+    }
+
+    /// [`NbdClient::read`], returning when the reply's header arrived: the server's answer
+    /// instant, before the payload's copy (whose time grows with its length).
+    pub fn read_timed(
+        &mut self,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<std::time::Instant, NbdError> {
         let len = self.check_range(offset, buf.len())?;
         self.command(CMD_READ, offset, len, None)?;
         self.reply("read", offset, len)?;
+        let at = std::time::Instant::now();
         self.stream.read_exact(buf)?;
-        Ok(())
+        Ok(at)
     }
 
     /// Writes `buf` at `offset`.
