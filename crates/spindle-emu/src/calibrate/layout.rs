@@ -217,13 +217,19 @@ pub fn zones(p: &mut Probe, from: u64, zones_max: usize) -> Result<Vec<Zone>, Ca
     Ok(out)
 }
 
-/// Crossing penalty into track `j` of `z` (a read from the middle of track `j − 1`).
-fn crossing(p: &mut Probe, z: &Zone, j: u64) -> Result<f64, CalibError> {
+/// Crossing penalty into track `j` of `z`: a track's worth of sectors read from the middle
+/// of track `j − 1`, less the same read of one whole track (`base`, from
+/// [`in_track`]) — not less the computed transfer, since a long answer may leave the
+/// server later than a short one.
+fn crossing(p: &mut Probe, z: &Zone, j: u64, base: f64) -> Result<f64, CalibError> {
     let spt = u64::from(z.spt);
     let lba = z.first_lba + j * spt - spt / 2;
-    let sector_ns = p.period() / f64::from(z.spt);
-    let expect = p.period() + (spt - 1) as f64 * sector_ns;
-    Ok(p.after_pass(lba, z.spt, 5)? - expect)
+    Ok(p.after_pass(lba, z.spt, 5)? - base)
+}
+
+/// A whole track of `z` read after a pass: the baseline of [`crossing`].
+fn in_track(p: &mut Probe, z: &Zone) -> Result<f64, CalibError> {
+    p.after_pass(z.first_lba, z.spt, 7)
 }
 
 /// Surfaces from the first zone's crossings, then each zone's skews.
@@ -231,8 +237,9 @@ pub fn skews(p: &mut Probe, zones: &mut [Zone]) -> Result<Option<u32>, CalibErro
     let z0 = zones.first().expect("a zone").clone();
     let j_max = (z0.lbas / u64::from(z0.spt)).saturating_sub(1).min(48);
     let mut cross = Vec::new();
+    let base0 = in_track(p, &z0)?;
     for j in 1..=j_max {
-        cross.push((j, crossing(p, &z0, j)?));
+        cross.push((j, crossing(p, &z0, j, base0)?));
         (p.events)(Event::Step);
     }
     let fit = if cross.is_empty() {
@@ -256,17 +263,25 @@ pub fn skews(p: &mut Probe, zones: &mut [Zone]) -> Result<Option<u32>, CalibErro
     let period = p.period();
     for z in zones.iter_mut() {
         let whole = z.lbas / u64::from(z.spt);
-        let pen = |p: &mut Probe, j: u64| -> Result<Option<f64>, CalibError> {
-            match j >= 1 && j < whole {
-                true => {
-                    let v = [crossing(p, z, j)?, crossing(p, z, j)?];
-                    Ok(Some((v[0] + v[1]) / 2.0))
-                }
-                false => Ok(None),
+        let base = in_track(p, z)?;
+        // The mean over four crossings of each kind: one sector is 20-40 µs, about the
+        // timing noise of one.
+        let mean_of = |p: &mut Probe, js: Vec<u64>| -> Result<Option<f64>, CalibError> {
+            let js: Vec<u64> = js.into_iter().filter(|&j| j >= 1 && j < whole).collect();
+            if js.is_empty() {
+                return Ok(None);
             }
+            let mut sum = 0.0;
+            for &j in &js {
+                sum += crossing(p, z, j, base)?;
+            }
+            Ok(Some(sum / js.len() as f64))
         };
-        let head = if s > 1 { pen(p, 1)? } else { None };
-        let cyl = pen(p, s)?;
+        let head = match s > 1 {
+            true => mean_of(p, (1..).filter(|j| j % s != 0).take(4).collect())?,
+            false => None,
+        };
+        let cyl = mean_of(p, (1..=4).map(|k| k * s).collect())?;
         let sector_ns = period / f64::from(z.spt);
         let sk = |v: f64| skew::skew_sectors(v, period, sector_ns, z.spt);
         if let Some(h) = head {
@@ -283,6 +298,7 @@ pub fn skews(p: &mut Probe, zones: &mut [Zone]) -> Result<Option<u32>, CalibErro
         }
         // The zone's first sector: its end angle less one sector, against the reference
         // sector's (LBA 0, first of zone 0) end angle less one of zone 0's sectors.
+        p.reanchor()?;
         let end = p.end_angle(z.first_lba, 5)?;
         let ref_sector = period / f64::from(zones_first_spt(&z0));
         z.first_angle_ns = spindle::calib::wrap(end - sector_ns + ref_sector, period);

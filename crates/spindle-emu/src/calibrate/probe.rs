@@ -148,6 +148,14 @@ impl<'a> Probe<'a> {
         Ok(())
     }
 
+    /// A fresh phase anchor: the period's small error grows with every revolution since the
+    /// last one, so every angle measurement starts with a short burst.
+    pub fn reanchor(&mut self) -> Result<(), CalibError> {
+        let (a, _) = rotation::anchor(&self.burst(ANCHOR_READS)?, self.est.period_ns);
+        self.anchor_ns = a;
+        Ok(())
+    }
+
     /// Refuses a target whose completion noise hides what the layout scan must see: a
     /// track switch must stand out of the noise by a wide margin.
     fn check_noise(&self) -> Result<(), CalibError> {

@@ -41,6 +41,7 @@ fn min_read(p: &mut Probe, z0: &Zone, to: (u64, &Zone)) -> Result<(f64, f64), Ca
     let sector = period / f64::from(z.spt);
     // From the middle of track 0, so that a same-track target lies ahead of it.
     let from = z0.first_lba + u64::from(z0.spt) / 4;
+    p.reanchor()?;
     let e_from = p.end_angle(from, 5)?;
     let e_first = p.end_angle(to_lba, 5)?;
     // The sector whose start is theta after `from`'s end, and its real theta.
