@@ -170,3 +170,44 @@ fn a_target_too_noisy_is_refused_with_its_noise() {
     assert!(err.contains("sigma"), "the refusal names the noise: {err}");
     assert!(!out.exists(), "no drive file for a refused target");
 }
+
+/// A file is a target too (read with O_DIRECT where the file system allows): one too small
+/// is refused for its size, and one in a page cache — no rotation behind it — for its
+/// timing, with the noise measured; neither leaves a drive file.
+#[test]
+fn files_too_small_or_not_rotating_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("cal.toml");
+    let small = dir.path().join("small.img");
+    std::fs::write(&small, vec![0u8; 1 << 20]).unwrap();
+    let o = spindle(&[
+        "calibrate",
+        small.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("too small to calibrate"),
+        "{}",
+        stderr(&o)
+    );
+    let flat = dir.path().join("flat.img");
+    std::fs::write(&flat, vec![0u8; 16 << 20]).unwrap();
+    let o = spindle(&[
+        "calibrate",
+        flat.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("too noisy to calibrate"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("sigma"), "{}", stderr(&o));
+    assert!(!out.exists());
+}

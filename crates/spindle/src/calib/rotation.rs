@@ -55,6 +55,12 @@ pub enum RotationError {
         sigma_us: f64,
     },
     #[error(
+        "back-to-back reads of one sector complete every {period_ms:.4} ms (interval noise sigma \
+         {sigma_us:.1} µs): no rotating disk turns in that time (a cache or a solid-state \
+         device answers)"
+    )]
+    NotRotating { period_ms: f64, sigma_us: f64 },
+    #[error(
         "the revolution count between anchors {span_ms:.3} ms apart is ambiguous: {rotations:.3} \
          revolutions of {period_ms:.5} ms is {off:.2} of a revolution from a whole number \
          (timing noise or rotation drift larger than the estimate's bound)"
@@ -111,12 +117,19 @@ pub fn synchronized(completions: &[f64]) -> Result<SyncFit, RotationError> {
         .collect();
     let m = median(&cluster);
     let agree = cluster.len();
-    if !(m > 0.0) || agree * 5 < diffs.len() * 2 {
+    if m.is_nan() || m <= 0.0 || agree * 5 < diffs.len() * 2 {
         return Err(RotationError::NoPeriod {
             agree,
             total: diffs.len(),
             median_ms: m / 1e6,
             sigma_us: mad_sigma(&diffs) / std::f64::consts::SQRT_2 / 1e3,
+        });
+    }
+    // 1 ms to 100 ms a revolution: 600 to 60,000 rpm.
+    if !(1e6..=1e8).contains(&m) {
+        return Err(RotationError::NotRotating {
+            period_ms: m / 1e6,
+            sigma_us: mad_sigma(&cluster) / 1e3,
         });
     }
     let c0 = center(completions, m);
