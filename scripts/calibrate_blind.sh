@@ -23,7 +23,9 @@ while [[ $# -gt 0 ]]; do
 done
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 spindle="${SPINDLE:-$repo/target/release/spindle}"
-work="$(mktemp -d)"
+# The disk file on tmpfs when there is one: a busy disk must not delay the emulator's data
+# moves (and so its answers) behind other work's I/O.
+work="$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)"
 server=""
 cleanup() { [[ -n "$server" ]] && kill "$server" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT

@@ -80,7 +80,10 @@ pub fn run(cmd: DrivesCmd) -> anyhow::Result<()> {
             let (d, spec) = if std::path::Path::new(&name).is_file() {
                 let text = std::fs::read_to_string(&name).with_context(|| name.clone())?;
                 let d = spindle::drive::parse_drive(&text).with_context(|| name.clone())?;
-                (d, toml::from_str::<DriveSpec>(&text).with_context(|| name.clone())?)
+                (
+                    d,
+                    toml::from_str::<DriveSpec>(&text).with_context(|| name.clone())?,
+                )
             } else {
                 let d = builtin_drive(&name)?;
                 let text = library::builtin_spec(&name).expect("built-in drive exists");

@@ -60,13 +60,22 @@ fn serve(exp: &str, dir: &Path) -> Child {
     child
 }
 
+/// A directory for the emulated disk's file: on tmpfs when there is one, so a busy disk
+/// (other tests, builds) does not delay the emulator's data moves and with them its answers.
+fn workdir() -> tempfile::TempDir {
+    match Path::new("/dev/shm").is_dir() {
+        true => tempfile::tempdir_in("/dev/shm").expect("tempdir in /dev/shm"),
+        false => tempfile::tempdir().expect("tempdir"),
+    }
+}
+
 fn uri(dir: &Path) -> String {
     format!("nbd+unix:///spindle?socket={}", dir.join("sock").display())
 }
 
 #[test]
 fn blind_calibration_recovers_rotation_and_zones() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = workdir();
     let exp = setup(dir.path(), "cheetah9lp", 0.02, 0.01);
     let mut server = serve(&exp, dir.path());
     let out = dir.path().join("cal.toml");
@@ -147,7 +156,7 @@ fn blind_calibration_recovers_rotation_and_zones() {
 
 #[test]
 fn a_target_too_noisy_is_refused_with_its_noise() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = workdir();
     // 0.5 ms of rotational noise on a 6 ms revolution: no track switch can be seen.
     let exp = setup(dir.path(), "cheetah9lp", 0.02, 0.5);
     let mut server = serve(&exp, dir.path());

@@ -219,8 +219,15 @@ impl<'a> Probe<'a> {
         };
         let mut pairs = Vec::with_capacity(reps);
         let mut kept = Vec::new();
-        // A repetition more each time too few agree, up to three times the asked-for.
-        while pairs.len() < 3 * reps {
+        // A repetition more each time too few agree, up to three times the asked-for; after
+        // a pause (a burst of host load passes), three times more.
+        let mut paused = false;
+        while pairs.len() < 3 * reps || (!paused && kept.is_empty()) {
+            if pairs.len() == 3 * reps {
+                std::thread::sleep(Duration::from_millis(500));
+                pairs.clear();
+                paused = true;
+            }
             let a = self.read(lba, 1)?;
             let b = self.read(lba, sectors)?;
             pairs.push((a, b));
@@ -242,9 +249,10 @@ impl<'a> Probe<'a> {
             return Err(CalibError::TooNoisy {
                 target: self.target.describe(),
                 msg: format!(
-                    "{} repetitions of a read of {sectors} sectors at LBA {lba} after a pass \
-                     never answered at a consistent angle",
-                    pairs.len()
+                    "{} repetitions (twice) of a read of {sectors} sectors at LBA {lba} after a \
+                     pass never answered at a consistent angle (within {:.0} µs)",
+                    pairs.len(),
+                    tol / 1e3
                 ),
             });
         }
