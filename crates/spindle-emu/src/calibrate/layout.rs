@@ -138,7 +138,15 @@ pub fn zones(p: &mut Probe, from: u64, zones_max: usize) -> Result<Vec<Zone>, Ca
             tr = again;
         }
         let spt_est = p.period() / tr.sector_ns;
-        if !whole {
+        // A zone's last track cut short by its spares keeps the zone's sector time: a few
+        // sectors short of a whole track of it is that, not a new zone.
+        let short_of_last = out.last().is_some_and(|z| {
+            z.partial == 0
+                && tr.len < z.spt
+                && (spt_est - f64::from(z.spt)).abs() <= 1.5 + 0.005 * spt_est
+                && (spt_est - f64::from(z.spt)).abs() < (spt_est - f64::from(tr.len)).abs() + 0.5
+        });
+        if !whole || short_of_last {
             match out.last_mut() {
                 // A zone's last track, shortened by its spares.
                 Some(z) if z.partial == 0 && tr.len < z.spt => {
@@ -264,7 +272,7 @@ pub fn skews(p: &mut Probe, zones: &mut [Zone]) -> Result<Option<u32>, CalibErro
     for z in zones.iter_mut() {
         let whole = z.lbas / u64::from(z.spt);
         let base = in_track(p, z)?;
-        // The mean over four crossings of each kind: one sector is 20-40 µs, about the
+        // The mean over eight crossings of each kind: one sector is 20-40 µs, about the
         // timing noise of one.
         let mean_of = |p: &mut Probe, js: Vec<u64>| -> Result<Option<f64>, CalibError> {
             let js: Vec<u64> = js.into_iter().filter(|&j| j >= 1 && j < whole).collect();
@@ -278,10 +286,10 @@ pub fn skews(p: &mut Probe, zones: &mut [Zone]) -> Result<Option<u32>, CalibErro
             Ok(Some(sum / js.len() as f64))
         };
         let head = match s > 1 {
-            true => mean_of(p, (1..).filter(|j| j % s != 0).take(4).collect())?,
+            true => mean_of(p, (1..).filter(|j| j % s != 0).take(8).collect())?,
             false => None,
         };
-        let cyl = mean_of(p, (1..=4).map(|k| k * s).collect())?;
+        let cyl = mean_of(p, (1..=8).map(|k| k * s).collect())?;
         let sector_ns = period / f64::from(z.spt);
         let sk = |v: f64| skew::skew_sectors(v, period, sector_ns, z.spt);
         if let Some(h) = head {

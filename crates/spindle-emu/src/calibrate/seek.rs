@@ -133,9 +133,10 @@ pub fn profile(p: &mut Probe, zones: &[Zone], surfaces: u32) -> Result<Vec<Point
         targets.push((Some(d as u32), d as u32, 0));
         d *= 2;
     }
-    if cyls > 2 {
-        // The full stroke, less the last cylinder (its zone's spares may leave it short).
-        targets.push((Some(cyls as u32 - 2), cyls as u32 - 2, 0));
+    // The full stroke, less the last cylinder (its zone's spares may leave it short).
+    let full = u32::try_from(cyls.saturating_sub(2)).unwrap_or(u32::MAX);
+    if targets.last().is_some_and(|t| t.1 < full) {
+        targets.push((Some(full), full, 0));
     }
     let mut out = Vec::new();
     for (cylinders, c, h) in targets {
