@@ -106,11 +106,12 @@ fn min_read(p: &mut Probe, z0: &Zone, to: (u64, &Zone)) -> Result<(f64, f64), Ca
             });
         }
     }
+    // Until one sector apart, or until the sector grid gives no angle strictly between.
     while make - miss > sector {
         match trial(p, (miss + make) / 2.0)? {
-            Some(r) if r >= 0.0 => make = make.min(r),
-            Some(r) => miss = miss.max(-r),
-            None => break,
+            Some(r) if r >= 0.0 && r < make => make = r,
+            Some(r) if r < 0.0 && -r > miss => miss = -r,
+            _ => break,
         }
     }
     Ok(((miss + make) / 2.0, (make - miss) / 2.0))
