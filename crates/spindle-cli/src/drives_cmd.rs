@@ -14,7 +14,7 @@ pub enum DrivesCmd {
     List,
     /// Every parameter of one drive, with its source.
     Show {
-        /// A drive id from `spindle drives list`.
+        /// A drive id from `spindle drives list`, or the path of a drive file.
         name: String,
     },
     /// Convert a DiskSim 4.0 model (`.parv` and the files it sources) into a drive file, with
@@ -76,9 +76,19 @@ pub fn run(cmd: DrivesCmd) -> anyhow::Result<()> {
             }
         }
         DrivesCmd::Show { name } => {
-            let d = builtin_drive(&name)?;
-            let text = library::builtin_spec(&name).expect("built-in drive exists");
-            let spec: DriveSpec = toml::from_str(text)?;
+            // A path to a drive file (`spindle calibrate -o`, `drives import -o`), else an id.
+            let (d, spec) = if std::path::Path::new(&name).is_file() {
+                let text = std::fs::read_to_string(&name).with_context(|| name.clone())?;
+                let d = spindle::drive::parse_drive(&text).with_context(|| name.clone())?;
+                (
+                    d,
+                    toml::from_str::<DriveSpec>(&text).with_context(|| name.clone())?,
+                )
+            } else {
+                let d = builtin_drive(&name)?;
+                let text = library::builtin_spec(&name).expect("built-in drive exists");
+                (d, toml::from_str(text)?)
+            };
             let g = d.geometry();
             let _ = writeln!(out, "{} ({})", spec.name, spec.id);
             if !spec.description.is_empty() {

@@ -5,6 +5,7 @@
 
 mod bench;
 mod burst_cmd;
+mod calibrate_cmd;
 mod differential_cmd;
 mod drives_cmd;
 mod output;
@@ -59,6 +60,9 @@ enum Cmd {
     /// Track-sized accesses aligned vs unaligned on every drive, and track-aligned RAID
     /// bandwidth against the stripe unit (docs/track_aligned.md).
     TrackAlign(track_align_cmd::TrackAlignArgs),
+    /// Measure a drive from request timing alone (NBD export, block device or file) and
+    /// write it as a drive file (docs/calibrate.md).
+    Calibrate(calibrate_cmd::CalibrateArgs),
 }
 
 fn main() {
@@ -74,6 +78,7 @@ fn main() {
         Cmd::Validate(args) => validate_cmd::run(args, cli.quiet),
         Cmd::Serve(args) => serve_cmd::run(args),
         Cmd::TrackAlign(args) => track_align_cmd::run(args),
+        Cmd::Calibrate(args) => calibrate_cmd::run(args, cli.quiet),
     };
     if let Err(err) = result {
         // A closed pipe on stdout (`spindle … | head`) is not an error.

@@ -481,7 +481,7 @@ pub(crate) fn become_realtime(what: &str, priority: i32) {
     let fifo = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
     if fifo != 0 {
         eprintln!(
-            "spindle serve: --realtime: cannot put the {what} thread under SCHED_FIFO ({}); \
+            "spindle: --realtime: cannot put the {what} thread under SCHED_FIFO ({}); \
              it runs at normal priority",
             std::io::Error::last_os_error()
         );

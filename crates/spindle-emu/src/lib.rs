@@ -12,6 +12,7 @@
 //! - [`serve`]: `spindle serve`, all of the above behind a socket.
 
 pub mod backing;
+pub mod calibrate;
 pub mod driver;
 pub mod export;
 #[doc(hidden)]

@@ -307,3 +307,35 @@ fn fio_randrw_verifies() {
     assert!(st.writes > 0 && st.reads > 0, "fio did no i/o: {st:?}");
     check_clean(&bg);
 }
+
+/// spindle's own blocking client (`nbd::client`, used by `spindle calibrate`) over TCP and
+/// a Unix socket: reads, writes, flush, a refused export name, out-of-range requests.
+#[test]
+fn own_client_reads_writes_and_flushes() {
+    use spindle_emu::nbd::client::{NbdClient, NbdError, NbdUri};
+    let bg = Bg::start(MemOptions::default());
+    for uri in [format!("{}/mem", bg.uri()), bg.unix_uri()] {
+        let mut c = NbdClient::connect(&NbdUri::parse(&uri).unwrap()).expect("connect");
+        assert_eq!(c.size(), SIZE as u64);
+        assert_eq!(c.block_min(), 512);
+        assert!(!c.read_only());
+        c.write(4096, &[0x5a; 8192]).expect("write");
+        c.flush().expect("flush");
+        let mut buf = vec![0u8; 8192 + 512];
+        c.read(4096 - 512, &mut buf).expect("read");
+        assert_eq!(&buf[..512], &[0u8; 512][..]);
+        assert_eq!(&buf[512..], &[0x5a; 8192][..]);
+        let err = c.read(SIZE as u64 - 512, &mut buf).unwrap_err();
+        assert!(err.to_string().contains("beyond the export"), "{err}");
+        c.disconnect().expect("disconnect");
+    }
+    assert_eq!(bg.mem.flushes(), 2);
+    let bad = NbdUri::parse(&format!("{}/nope", bg.uri())).unwrap();
+    match NbdClient::connect(&bad) {
+        Err(NbdError::Refused(msg)) => assert!(msg.contains("no export named"), "{msg}"),
+        Err(e) => panic!("expected a refusal, got {e}"),
+        Ok(_) => panic!("expected a refusal, got a connection"),
+    }
+    // The server counts the refused export as a client error; nothing else went wrong.
+    assert_eq!(bg.mem.out_of_range(), 0);
+}

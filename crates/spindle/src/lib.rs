@@ -7,6 +7,7 @@
 pub mod array;
 pub mod burst;
 pub mod cache;
+pub mod calib;
 pub mod config;
 pub mod dr;
 pub mod drive;

@@ -1,5 +1,6 @@
 //! An NBD (Network Block Device) server: fixed newstyle handshake, simple replies, many
-//! requests in flight per connection, TCP and Unix sockets.
+//! requests in flight per connection, TCP and Unix sockets. [`client`] is a small blocking
+//! client, one request at a time, for `spindle calibrate`.
 //!
 //! The server knows nothing of disk arrays: each export is an [`Arc<dyn Backend>`] that
 //! answers byte-addressed reads and writes. The emulator implements [`Backend`] on top of the
@@ -42,6 +43,7 @@
 //! Not implemented: TLS, structured replies, block status, extended headers, resize, the
 //! cache command, oldstyle negotiation.
 
+pub mod client;
 mod limits;
 mod mem;
 pub mod proto;

@@ -1,0 +1,222 @@
+//! `spindle calibrate` blind against the emulator (the only "real drive" here): one library
+//! drive with its seek and rotation noise on, served by `spindle serve` on a Unix socket,
+//! calibrated over NBD from timing alone, and the result compared with the drive file the
+//! emulator ran. Then the same drive with its noise raised past what calibration can use
+//! must be refused with the noise measured, not turned into a wrong model.
+//!
+//! Real time on a shared machine: every bound below says why it holds under load. The run
+//! is a region (the first zones) to keep the test near 30 s; docs/calibrate.md has full runs.
+
+use spindle::drive::{parse_drive, DriveSpec};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{spindle, stderr};
+
+/// A one-disk jbod of `drive` (a library file with `[noise]` added).
+fn setup(dir: &Path, drive: &str, seek_rel_sigma: f64, rotation_sigma_ms: f64) -> String {
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../drives")
+        .join(format!("{drive}.toml"));
+    let mut text = std::fs::read_to_string(&lib).expect("library drive file");
+    text.push_str(&format!(
+        "\n[noise]\nseek_rel_sigma = {seek_rel_sigma}\nrotation_sigma_ms = {rotation_sigma_ms}\n"
+    ));
+    let model = dir.join("drive.toml");
+    std::fs::write(&model, text).expect("write the drive");
+    let exp = format!(
+        "seed = 11\n[drive]\nmodel = \"{}\"\nnoise = true\n[array]\nlayout = \"jbod\"\ndisks = 1\n\
+         [workload]\nkind = \"closed\"\nqueue_depth = 1\n[run]\nrequests = 100\n",
+        model.display()
+    );
+    let path = dir.join("exp.toml");
+    std::fs::write(&path, exp).expect("write the experiment");
+    path.to_string_lossy().into_owned()
+}
+
+/// `spindle serve EXP` on `DIR/sock`, waited for.
+fn serve(exp: &str, dir: &Path) -> Child {
+    let sock = dir.join("sock");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spindle"))
+        // SCHED_FIFO when allowed (root, CI): the emulator answers on time however busy the
+        // machine; without it, it says so and runs at normal priority.
+        .args(["serve", exp, "--realtime", "--data"])
+        .arg(dir.join("data"))
+        .arg("--unix")
+        .arg(&sock)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spindle serve starts");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sock.exists() {
+        if let Some(status) = child.try_wait().expect("wait") {
+            panic!("spindle serve exited with {status} before listening");
+        }
+        assert!(Instant::now() < deadline, "no socket within 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// A directory for the emulated disk's file: on tmpfs when there is one, so a busy disk
+/// (other tests, builds) does not delay the emulator's data moves and with them its answers.
+fn workdir() -> tempfile::TempDir {
+    match Path::new("/dev/shm").is_dir() {
+        true => tempfile::tempdir_in("/dev/shm").expect("tempdir in /dev/shm"),
+        false => tempfile::tempdir().expect("tempdir"),
+    }
+}
+
+fn uri(dir: &Path) -> String {
+    format!("nbd+unix:///spindle?socket={}", dir.join("sock").display())
+}
+
+#[test]
+fn blind_calibration_recovers_rotation_and_zones() {
+    let dir = workdir();
+    let exp = setup(dir.path(), "cheetah9lp", 0.02, 0.01);
+    let mut server = serve(&exp, dir.path());
+    let out = dir.path().join("cal.toml");
+    let start = Instant::now();
+    let o = spindle(&[
+        "calibrate",
+        &uri(dir.path()),
+        "-o",
+        out.to_str().unwrap(),
+        "--zones",
+        "2",
+        "--rotation-secs",
+        "4",
+        "--realtime",
+        "--quiet",
+    ]);
+    let secs = start.elapsed().as_secs_f64();
+    let _ = server.kill();
+    let _ = server.wait();
+    eprintln!("{}", stderr(&o));
+    assert!(o.status.success(), "calibrate failed: {}", stderr(&o));
+    eprintln!("calibration took {secs:.1} s");
+    let text = std::fs::read_to_string(&out).expect("drive file written");
+    parse_drive(&text).expect("the calibrated drive loads");
+    let got: DriveSpec = toml::from_str(&text).unwrap();
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../drives/cheetah9lp.toml");
+    let want: DriveSpec = toml::from_str(&std::fs::read_to_string(lib).unwrap()).unwrap();
+    // The emulator turns the platter with period round(60e9 / rpm) ns.
+    let period = (60e9 / want.rpm).round();
+    let got_period = 60e9 / got.rpm;
+    let err = (got_period - period).abs() / period;
+    // 0.01 % of a revolution is 0.6 µs; the eq. 3.2 bound after 4 s of asynchronous
+    // refinement under a 10 µs completion noise is well below that, and the bound is
+    // checked, not assumed.
+    assert!(
+        err < 1e-4,
+        "rotation {got_period} ns vs {period} ns: {:.5} %",
+        err * 100.0
+    );
+    assert_eq!(got.surfaces, want.surfaces, "surfaces");
+    for (i, (g, w)) in got.zones.iter().zip(&want.zones).enumerate() {
+        assert_eq!(
+            g.sectors_per_track, w.sectors_per_track,
+            "zone {i} sectors per track"
+        );
+        let lbas = |z: &spindle::drive::ZoneSpec| {
+            u64::from(z.last_cylinder - z.first_cylinder + 1)
+                * u64::from(want.surfaces)
+                * u64::from(z.sectors_per_track)
+                - z.spare_sectors_per_zone
+        };
+        assert_eq!(lbas(g), lbas(w), "zone {i} LBAs (its boundary)");
+        let skew_ok = |a: f64, b: f64| (a - b).abs() <= 1.0;
+        assert!(
+            skew_ok(g.track_skew, w.track_skew),
+            "zone {i} track skew {} vs {}",
+            g.track_skew,
+            w.track_skew
+        );
+        assert!(
+            skew_ok(g.cylinder_skew, w.cylinder_skew),
+            "zone {i} cylinder skew {} vs {}",
+            g.cylinder_skew,
+            w.cylinder_skew
+        );
+    }
+    assert_eq!(got.zones.len(), 2);
+    assert!(got.provenance["rpm"].contains("measured"));
+    // The minimum read time grows with the distance (its accuracy, which the host's load
+    // moves, is measured in docs/calibrate.md, not asserted here).
+    let spindle::drive::SeekSpec::Table { points, .. } = &got.seek else {
+        panic!("a measured seek table, got {:?}", got.seek);
+    };
+    let first = points.first().expect("points").1;
+    let last = points.last().expect("points").1;
+    assert!(first > 0.3 && last > 3.0 * first, "seek table {points:?}");
+}
+
+#[test]
+fn a_target_too_noisy_is_refused_with_its_noise() {
+    let dir = workdir();
+    // 0.5 ms of rotational noise on a 6 ms revolution: no track switch can be seen.
+    let exp = setup(dir.path(), "cheetah9lp", 0.02, 0.5);
+    let mut server = serve(&exp, dir.path());
+    let out = dir.path().join("cal.toml");
+    let o = spindle(&[
+        "calibrate",
+        &uri(dir.path()),
+        "-o",
+        out.to_str().unwrap(),
+        "--rotation-secs",
+        "1",
+        "--realtime",
+        "--quiet",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("too noisy to calibrate"), "{err}");
+    assert!(err.contains("sigma"), "the refusal names the noise: {err}");
+    assert!(!out.exists(), "no drive file for a refused target");
+}
+
+/// A file is a target too (read with O_DIRECT where the file system allows): one too small
+/// is refused for its size, and one in a page cache — no rotation behind it — for its
+/// timing, with the noise measured; neither leaves a drive file.
+#[test]
+fn files_too_small_or_not_rotating_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("cal.toml");
+    let small = dir.path().join("small.img");
+    std::fs::write(&small, vec![0u8; 1 << 20]).unwrap();
+    let o = spindle(&[
+        "calibrate",
+        small.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("too small to calibrate"),
+        "{}",
+        stderr(&o)
+    );
+    let flat = dir.path().join("flat.img");
+    std::fs::write(&flat, vec![0u8; 16 << 20]).unwrap();
+    let o = spindle(&[
+        "calibrate",
+        flat.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("too noisy to calibrate"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("sigma"), "{}", stderr(&o));
+    assert!(!out.exists());
+}
