@@ -146,14 +146,25 @@ pub fn synchronized(completions: &[f64]) -> Result<SyncFit, RotationError> {
         i += 1;
         resid[i - 1].abs() <= 6.0 * sigma
     });
+    // The outliers dropped may leave too little: points less than a revolution apart give
+    // no period (an error, not a panic: a noisy target can do this).
+    let span = match (pts.first(), pts.last()) {
+        (Some(f), Some(l)) if l.0 - f.0 >= 1.0 => l.0 - f.0,
+        _ => {
+            return Err(RotationError::NoPeriod {
+                agree: pts.len(),
+                total: diffs.len(),
+                median_ms: m / 1e6,
+                sigma_us: sigma / 1e3,
+            })
+        }
+    };
     let (a, p) = fit_line(&pts);
     let gamma = pts
         .iter()
         .map(|&(k, c)| (c - a - k * p).abs())
         .fold(0.0, f64::max)
         .max(sigma);
-    let span = pts.last().expect("points").0 - pts[0].0;
-    assert!(span >= 1.0, "a fit over at least one revolution");
     Ok(SyncFit {
         // Both ends of the span may be off by gamma.
         estimate: Estimate {
