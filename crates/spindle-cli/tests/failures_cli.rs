@@ -65,11 +65,19 @@ fn layouts_that_lose_data_or_are_not_built_say_so() {
         let e = stderr(&o);
         assert!(e.contains("array.") && e.contains(says), "{layout}: {e}");
     }
-    let b = "seed = 1\n[drive]\nmodel = \"st39133lwv\"\n[array]\nlayout = \"ew-array\"\n\
-             failed_disk = 0\n[workload]\nkind = \"closed\"\n[run]\nrequests = 10\n";
-    let o = spindle(&["run", &experiment(dir.path(), b), "--quiet"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("array.failed_disk"), "{}", stderr(&o));
+    // Eager-writing arrays: one copy (Dm = 1) loses data; disk 0 holds the map log, whose
+    // rebuild is not built.
+    for (dm, disk, says) in [(1, 1, "loses its data"), (2, 0, "map log")] {
+        let b = format!(
+            "seed = 1\n[drive]\nmodel = \"st39133lwv\"\n[array]\nlayout = \"ew-array\"\n\
+             dm = {dm}\nds = 1\ndd = 2\nfailed_disk = {disk}\n[workload]\nkind = \"closed\"\n\
+             [run]\nrequests = 10\n"
+        );
+        let o = spindle(&["run", &experiment(dir.path(), &b), "--quiet"]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains("array.failed_disk") && e.contains(says), "{e}");
+    }
 }
 
 /// Latent sector errors (docs/failures.md): a mirror repairs what it meets; striping loses
