@@ -17,6 +17,18 @@ fn experiment(dir: &Path, body: &str) -> String {
     path.display().to_string()
 }
 
+/// `spindle run EXP --json --quiet [--set KEY=VALUE]…`: its report and stderr.
+fn run_json(exp: &str, sets: &[&str]) -> (serde_json::Value, String) {
+    let mut args = vec!["run", exp, "--json", "--quiet"];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let o = spindle(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    (v, stderr(&o))
+}
+
 fn body(array: &str, read_fraction: f64) -> String {
     format!(
         "seed = 2\n[drive]\nmodel = \"ibm18es\"\n[array]\nlayout = \"paged\"\n{array}\n\
@@ -80,9 +92,7 @@ fn replica_writes_are_delayed_work_and_cleaning_is_zero() {
             0.0,
         ),
     );
-    let o = spindle(&["run", &exp, "--json", "--quiet"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    let (v, _) = run_json(&exp, &[]);
     assert_eq!(v["layout"], "paged 1x4-way 8kb");
     let c = &v["disks"][0]["utilization_by_cause"];
     let share = |k: &str| c[k].as_f64().unwrap();
@@ -105,23 +115,12 @@ fn requests_that_are_not_whole_pages_are_counted_and_warned_about() {
     let dir = tempfile::tempdir().unwrap();
     let exp = experiment(dir.path(), &body("replicas = 2", 1.0));
     // Whole pages (the body aligns to the 8 KiB page): no warning, a zero count.
-    let o = spindle(&["run", &exp, "--json", "--quiet"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    let (v, err) = run_json(&exp, &[]);
     assert_eq!(v["paged"]["unaligned_requests"], 0);
     assert_eq!(v["paged"]["page_bytes"], 8192);
-    assert!(!stderr(&o).contains("not whole"), "{}", stderr(&o));
+    assert!(!err.contains("not whole"), "{err}");
     // At 4 KiB alignment about half the 8 KiB requests straddle two pages.
-    let o = spindle(&[
-        "run",
-        &exp,
-        "--json",
-        "--quiet",
-        "--set",
-        "workload.alignment_bytes=4096",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    let (v, err) = run_json(&exp, &["workload.alignment_bytes=4096"]);
     let n = v["paged"]["unaligned_requests"].as_u64().unwrap();
     let measured = v["requests"].as_u64().unwrap();
     // Binomial(measured, 1/2): 5 sigma is under 0.08 of measured for 1,400 requests.
@@ -129,7 +128,6 @@ fn requests_that_are_not_whole_pages_are_counted_and_warned_about() {
         n.abs_diff(measured / 2) < measured * 8 / 100,
         "{n} of {measured}"
     );
-    let err = stderr(&o);
     assert!(
         err.contains(&format!("{n} host requests were not whole 8192-byte pages"))
             && err.contains("workload.alignment_bytes"),
@@ -180,16 +178,7 @@ fn page_runs_write_a_multi_page_request_in_fewer_commands() {
     let text = body("replicas = 4", 0.0).replace("size_bytes = 8192", "size_bytes = 65536");
     let exp = experiment(dir.path(), &text);
     let run = |runs: &str| {
-        let o = spindle(&[
-            "run",
-            &exp,
-            "--json",
-            "--quiet",
-            "--set",
-            &format!("array.page_runs={runs}"),
-        ]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+        let (v, _) = run_json(&exp, &[&format!("array.page_runs={runs}")]);
         (
             v["latency"]["all"]["mean_ms"].as_f64().unwrap(),
             v["disks"][0]["ops"].as_u64().unwrap(),

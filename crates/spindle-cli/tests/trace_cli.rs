@@ -495,16 +495,19 @@ fn split_kb_turns_requests_into_pages_in_convert_and_in_a_replay() {
     let src = dir.path().join("t.disksim");
     std::fs::write(&src, "0.000 0 4 24 0\n1.500 0 64 8 1\n").expect("write");
     let out = dir.path().join("pages.mqsim");
-    let o = spindle(&[
-        "trace",
-        "convert",
-        src.to_str().expect("UTF-8"),
-        out.to_str().expect("UTF-8"),
-        "--to",
-        "mqsim",
-        "--split-kb",
-        "4",
-    ]);
+    let convert = |kb: &str| {
+        spindle(&[
+            "trace",
+            "convert",
+            src.to_str().expect("UTF-8"),
+            out.to_str().expect("UTF-8"),
+            "--to",
+            "mqsim",
+            "--split-kb",
+            kb,
+        ])
+    };
+    let o = convert("4");
     assert!(o.status.success(), "{}", stderr(&o));
     let got: Vec<(u64, u64, u32, Op)> = read_records(&out, TraceFormat::MqSim)
         .iter()
@@ -520,16 +523,7 @@ fn split_kb_turns_requests_into_pages_in_convert_and_in_a_replay() {
             (1_500_000, 64, 8, Op::Read),
         ]
     );
-    let o = spindle(&[
-        "trace",
-        "convert",
-        src.to_str().expect("UTF-8"),
-        out.to_str().expect("UTF-8"),
-        "--to",
-        "mqsim",
-        "--split-kb",
-        "0",
-    ]);
+    let o = convert("0");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--split-kb"), "{}", stderr(&o));
 
