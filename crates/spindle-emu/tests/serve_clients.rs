@@ -192,30 +192,39 @@ fn serve_in_thread(
 /// spare (docs/failures.md): data written before the failure reads back during and after
 /// the rebuild, fio's verified random I/O runs across the failure and the rebuild, and the
 /// spare really holds the data — served again with another disk failed from the start (the
-/// spare's mirror; RAID-5: any other), every read of that data needs the spare.
+/// spare's mirror; RAID-5: any other), every read of that data needs the spare. An EW-Array
+/// with its map log region replicated loses disk 0, the region's first copy: served again
+/// without its mirror, the map itself is recovered from the spare's rebuilt copy.
 #[test]
 fn a_failed_mirror_is_rebuilt_under_real_clients() {
     let tools = have("qemu-io", "qemu-utils") & have("fio", "fio");
     if !tools {
         return;
     }
-    // The layout, and a disk whose failure leaves disk 1 (the one rebuilt) the only copy of
-    // some of the patterns.
-    for (layout, mirror) in [
+    // The layout, the disk that fails, and a disk whose failure leaves it (rebuilt) the only
+    // copy of some of the patterns.
+    for (layout, failed, mirror) in [
         (
             "layout = \"raid-10\"\nds = 2\ndm = 2\nscheduler = \"satf\"\n",
+            1,
             0,
         ),
-        ("layout = \"raid-5\"\ndisks = 5\nwrite_cache_bytes = 0\n", 0),
+        ("layout = \"raid-5\"\ndisks = 5\nwrite_cache_bytes = 0\n", 1, 0),
         // Four disks, two per replica: disk 1's copies' mirror is disk 3.
-        ("layout = \"ew-array\"\ndm = 2\nds = 1\ndd = 2\n", 3),
-        ("layout = \"ddm\"\nds = 1\ndd = 2\n", 3),
+        ("layout = \"ew-array\"\ndm = 2\nds = 1\ndd = 2\n", 1, 3),
+        ("layout = \"ddm\"\nds = 1\ndd = 2\n", 1, 3),
+        // Disk 0 holds the map log region's first copy, disk 2 its second.
+        (
+            "layout = \"ew-array\"\ndm = 2\nds = 1\ndd = 2\nmap_log_replicas = 2\n",
+            0,
+            2,
+        ),
     ] {
-        failed_disk_is_rebuilt_under_real_clients(layout, mirror);
+        failed_disk_is_rebuilt_under_real_clients(layout, failed, mirror);
     }
 }
 
-fn failed_disk_is_rebuilt_under_real_clients(layout: &str, mirror: usize) {
+fn failed_disk_is_rebuilt_under_real_clients(layout: &str, failed: usize, mirror: usize) {
     let exp = |extra: &str| {
         format!(
             "seed = 2\n[drive]\nmodel = \"st39133lwv\"\n[array]\n{layout}\
@@ -226,7 +235,7 @@ fn failed_disk_is_rebuilt_under_real_clients(layout: &str, mirror: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let data_dir = dir.path().join("data");
     let (uri, stop, server) = serve_in_thread(
-        &exp("failed_disk = 1\nfail_at_ms = 1500\n"),
+        &exp(&format!("failed_disk = {failed}\nfail_at_ms = 1500\n")),
         data_dir.clone(),
     );
     let pattern_io = |uri: &str, op: &str| {
@@ -291,7 +300,7 @@ fn failed_disk_is_rebuilt_under_real_clients(layout: &str, mirror: usize) {
     stop.send(()).expect("server running");
     server.join().expect("server thread").expect("served");
 
-    // The spare's mirror failed from the start, no rebuild: disk 1 serves alone.
+    // The spare's mirror failed from the start, no rebuild: the spare serves alone.
     let (uri, stop, server) = serve_in_thread(
         &exp(&format!(
             "failed_disk = {mirror}\nfail_at_ms = 0\nrebuild = false\n"
@@ -326,7 +335,7 @@ fn failed_disk_is_rebuilt_under_real_clients(layout: &str, mirror: usize) {
     );
 
     // A rebuild cut short leaves a marker: serving without rebuilding that disk is refused.
-    std::fs::write(&marker, "1\n").expect("marker");
+    std::fs::write(&marker, format!("{failed}\n")).expect("marker");
     let e = spindle_emu::serve::serve_until(
         &Experiment::parse(&exp(""), "test", &[]).expect("valid"),
         &no_files,
@@ -335,5 +344,5 @@ fn failed_disk_is_rebuilt_under_real_clients(layout: &str, mirror: usize) {
         None,
     )
     .expect_err("an interrupted rebuild is refused");
-    assert!(e.contains("disk 1 had failed"), "{layout}: {e}");
+    assert!(e.contains(&format!("disk {failed} had failed")), "{layout}: {e}");
 }

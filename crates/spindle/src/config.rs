@@ -148,6 +148,10 @@ pub struct ArraySpec {
     /// Eager-writing layouts: portions M the map is checkpointed in.
     #[serde(default = "map_portions_default")]
     pub map_portions: u32,
+    /// Eager-writing layouts: copies of the map log region, on column 0 of the first
+    /// replicas (EW-Array paper, 5.2.2: "can be replicated"); absent: 1, on disk 0 only.
+    #[serde(default)]
+    pub map_log_replicas: Option<u32>,
     /// Eager-writing layouts: where the free blocks lie at the start (absent: even).
     #[serde(default)]
     pub free_layout: Option<FreeLayout>,
@@ -394,6 +398,7 @@ impl Default for ArraySpec {
             sync_copies: None,
             map_nvram_bytes: map_nvram_default(),
             map_portions: map_portions_default(),
+            map_log_replicas: None,
             free_layout: None,
             scheduler: None,
             age_bound_ms: None,
@@ -1852,9 +1857,21 @@ impl Experiment {
             ));
         }
         let shape = self.ew_shape()?;
+        let map_log_replicas = a.map_log_replicas.unwrap_or(1);
+        if map_log_replicas == 0 || map_log_replicas > shape.dm {
+            return Err(self.error(
+                "array.map_log_replicas",
+                format!(
+                    "{map_log_replicas} copies of the map log region: give 1 to Dm = {} (one \
+                     per mirror, on its first disk)",
+                    shape.dm
+                ),
+            ));
+        }
         let failure = self.failure(a, shape.disks().unwrap_or(0))?;
         if let Some(f) = &failure {
-            EwArray::check_failure(&shape, f).map_err(|m| self.error("array.failed_disk", m))?;
+            EwArray::check_failure(&shape, map_log_replicas, f)
+                .map_err(|m| self.error("array.failed_disk", m))?;
         }
         let policy = match a.scheduler {
             None => EwPolicy::SatfEw,
@@ -1890,6 +1907,7 @@ impl Experiment {
                     sector_bytes: drive.geometry().sector_bytes(),
                 },
                 free_layout: a.free_layout.unwrap_or_default(),
+                map_log_replicas,
                 failure,
             },
         )
@@ -1911,6 +1929,7 @@ impl Experiment {
             ("array.dd", a.dd.is_some()),
             ("array.sync_copies", a.sync_copies.is_some()),
             ("array.free_layout", a.free_layout.is_some()),
+            ("array.map_log_replicas", a.map_log_replicas.is_some()),
         ] {
             if given {
                 return Err(self.error(

@@ -64,6 +64,11 @@ impl Experiment {
                 "free space is the leftover slots",
             ),
             (
+                "array.map_log_replicas",
+                a.map_log_replicas.is_some(),
+                "each disk keeps its own page map",
+            ),
+            (
                 "array.data_set_bytes",
                 a.data_set_bytes.is_some(),
                 "the data set is every page the disks hold",

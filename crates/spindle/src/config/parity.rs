@@ -36,6 +36,7 @@ impl Experiment {
             ("array.dd", a.dd.is_some()),
             ("array.sync_copies", a.sync_copies.is_some()),
             ("array.free_layout", a.free_layout.is_some()),
+            ("array.map_log_replicas", a.map_log_replicas.is_some()),
         ] {
             if given {
                 return Err(self.error(

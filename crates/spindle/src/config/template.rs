@@ -43,6 +43,7 @@ random_phase = true        # the disks' spindles are not synchronised
 # sync_copies = 1          # absent: 1 (ddm: 2)
 map_nvram_bytes = {map_nvram}
 map_portions = {portions}
+# map_log_replicas = 1     # copies of the map log region (1..dm); 2 lets disk 0 fail
 # free_layout = "even"     # even | random
 # Paged disk (paged; docs/paged.md): ds disks, pages striped round-robin
 # page_kb = 8              # page size; a page never spans a track

@@ -25,8 +25,9 @@
 //! 2. After a crash, build a fresh controller and, before its first event, call
 //!    [`crate::engine::Engine::recover`] with the image and a reader of the disks. It
 //!    rebuilds the volatile state and returns repair moves (copies of the newest
-//!    acknowledged bytes over copies that may be stale), which the driver performs and
-//!    makes durable before serving.
+//!    acknowledged bytes over copies that may be stale; for a replicated map log, its
+//!    metadata written to copies the crash may have left behind), which the driver
+//!    performs and makes durable before serving.
 //! 3. Then replace the image, atomically, by the NVRAM writes polled after `recover`
 //!    applied to an empty image (the controller re-emits whatever it still needs).
 

@@ -31,8 +31,10 @@
 //! withdrawn when one starts.
 //!
 //! **Map** (5.2): every location change is recorded by [`MapLog`] (NVRAM, then appends to
-//! a map log region after disk 0's band, with incremental checkpoints). The appends are
-//! disk writes in disk 0's foreground queue; their busy time is reported as map logging.
+//! a map log region after disk 0's band, with incremental checkpoints; with
+//! `map_log_replicas` > 1 the region is replicated after the band of column 0's disk of the
+//! next replicas too). The appends are disk writes in those disks' foreground queues; their
+//! busy time is reported as map logging.
 //! When NVRAM is full the write whose update cannot be recorded waits for an append.
 //!
 //! **Doubly Distorted Mirror** (6.2, 6.5): Dm = 2, both copies eager-written
@@ -119,6 +121,9 @@ pub struct EwConfig {
     pub nvram_entries: usize,
     pub map: MapLogConfig,
     pub free_layout: FreeLayout,
+    /// Copies of the map log region (1..=Dm): on the first disk (column 0) of each of the
+    /// first replicas, every append written to each (EW-Array paper, 5.2.2).
+    pub map_log_replicas: u32,
     /// A disk that fails, and its rebuild ([`failure`]).
     pub failure: Option<FailureConfig>,
 }
@@ -132,12 +137,16 @@ enum Kind {
     Propagate,
     /// DDM: a copy moved to its home location.
     Home,
-    /// A map log append (its id in [`MapLog`]).
+    /// A map log append (its id in [`MapLog`]), one operation per copy of the region.
     MapAppend(u64),
     /// A rebuild step's read from a surviving replica ([`failure`]).
     RebuildRead,
     /// Its copy written to the spare, in place.
     RebuildWrite,
+    /// A chunk of the map log region read from a surviving copy ([`failure`]).
+    LogCopyRead,
+    /// Its bytes written to the spare's region, at the same sectors.
+    LogCopyWrite,
 }
 
 struct DiskOp {
@@ -153,7 +162,7 @@ struct DiskOp {
     locs: InlineVec<(u32, BlockId), 2>,
     /// Disks whose queues hold the operation.
     holders: InlineVec<usize, 2>,
-    /// MapAppend: the LBA range.
+    /// MapAppend, LogCopyRead/Write: the LBA range.
     lba: u64,
     sectors: u32,
     seq: u64,
@@ -249,6 +258,10 @@ pub struct EwArray {
     disks: Vec<Disk>,
     map: MapLog,
     log_lba: u64,
+    /// The disks holding a copy of the map log region (column 0 of the first replicas).
+    log_disks: Vec<usize>,
+    /// Map log appends whose copies are not all written: copies left.
+    append_left: IntMap<u64, u32>,
     host: HostTable<()>,
     ops: Slab<DiskOp>,
     groups: Vec<Option<Group>>,
@@ -397,6 +410,12 @@ impl EwArray {
         let s = cfg.shape;
         if s.dm == 0 {
             return Err("Dm must be >= 1".into());
+        }
+        if cfg.map_log_replicas == 0 || cfg.map_log_replicas > s.dm {
+            return Err(format!(
+                "{} copies of the map log region: 1 to Dm = {}",
+                cfg.map_log_replicas, s.dm
+            ));
         }
         if !(s.dd.is_finite() && s.dd > 1.0) {
             return Err(format!(
@@ -614,6 +633,8 @@ impl EwArray {
             disks,
             map,
             log_lba,
+            log_disks: (0..cfg.map_log_replicas).map(|r| (r * n) as usize).collect(),
+            append_left: IntMap::default(),
             host: HostTable::default(),
             ops: Slab::with_capacity(1024),
             groups: Vec::new(),
@@ -1198,7 +1219,9 @@ impl EwArray {
             Kind::Write => Cause::HostWrite,
             Kind::Propagate | Kind::Home => Cause::DelayedWrite,
             Kind::MapAppend(_) => Cause::MapLogging,
-            Kind::RebuildRead | Kind::RebuildWrite => Cause::Rebuild,
+            Kind::RebuildRead | Kind::RebuildWrite | Kind::LogCopyRead | Kind::LogCopyWrite => {
+                Cause::Rebuild
+            }
         };
         disk.clock
             .start(cause, Nanos(access.end.0 - access.service().0), access.end);
@@ -1311,14 +1334,21 @@ impl EwArray {
             }
             Kind::MapAppend(id) => {
                 self.remove_op(f.op);
-                let more = self.map.append_done(id);
-                if self.data.is_some() {
-                    self.pump_map_nvram();
+                let left = self.append_left.get_mut(&id).expect("an append in flight");
+                *left -= 1;
+                // Durable once every copy of the region holds it.
+                if *left == 0 {
+                    self.append_left.remove(&id);
+                    let more = self.map.append_done(id);
+                    if self.data.is_some() {
+                        self.pump_map_nvram();
+                    }
+                    self.queue_appends(now, more);
+                    self.drain_stalled(now);
                 }
-                self.queue_appends(now, more);
-                self.drain_stalled(now);
             }
             Kind::RebuildRead | Kind::RebuildWrite => self.rebuild_op_done(now, f.op),
+            Kind::LogCopyRead | Kind::LogCopyWrite => self.log_copy_done(now, f.op),
         }
         // Propagations done or made obsolete free room for held writes.
         if !self.held.is_empty() {
@@ -1620,29 +1650,47 @@ impl EwArray {
         }
     }
 
+    /// Writes each append to every copy of the map log region that is live (a spare's
+    /// copy joins once the rebuild has copied the region: until then appends wait).
     fn queue_appends(&mut self, now: Nanos, appends: Vec<Append>) {
+        let appends = self.hold_appends(appends);
         for a in appends {
-            let mut op = self.blank_op(Kind::MapAppend(a.id), now);
-            op.lba = self.log_lba + a.offset_sectors;
-            op.sectors = a.sectors;
-            op.holders = InlineVec::one(0);
-            let seq = op.seq;
-            let (lba, sectors) = (op.lba, op.sectors);
-            let id = self.new_op(op);
-            self.disks[0].fg.push(EwRequest {
-                id: id as u64,
-                work: Work::Positioned {
-                    op: Op::Write,
-                    lba,
-                    sectors,
-                    target: self.drive.locate(lba),
-                },
-                queued_at: now,
-                seq,
-            });
-            if self.disks[0].busy.is_none() {
-                self.out.mark_for_dispatch(0);
+            let disks: Vec<usize> = self
+                .log_disks
+                .iter()
+                .copied()
+                .filter(|&d| self.log_copy_live(d))
+                .collect();
+            assert!(!disks.is_empty(), "a copy of the map log region survives");
+            self.append_left.insert(a.id, disks.len() as u32);
+            for d in disks {
+                let lba = self.log_lba + a.offset_sectors;
+                self.queue_positioned(now, Kind::MapAppend(a.id), d, Op::Write, lba, a.sectors);
             }
+        }
+    }
+
+    /// Queues a positioned command (an append, a log copy) on disk `d`'s foreground.
+    fn queue_positioned(&mut self, now: Nanos, kind: Kind, d: usize, op: Op, lba: u64, sectors: u32) {
+        let mut o = self.blank_op(kind, now);
+        o.lba = lba;
+        o.sectors = sectors;
+        o.holders = InlineVec::one(d);
+        let seq = o.seq;
+        let id = self.new_op(o);
+        self.disks[d].fg.push(EwRequest {
+            id: id as u64,
+            work: Work::Positioned {
+                op,
+                lba,
+                sectors,
+                target: self.drive.locate(lba),
+            },
+            queued_at: now,
+            seq,
+        });
+        if self.disks[d].busy.is_none() {
+            self.out.mark_for_dispatch(d);
         }
     }
 
@@ -1762,7 +1810,12 @@ impl Engine for EwArray {
             let bytes = match op.kind {
                 Kind::Propagate | Kind::Home => u64::from(op.blocks) * BLOCK_BYTES,
                 Kind::MapAppend(_) => u64::from(op.sectors) * sector_bytes,
-                Kind::Read | Kind::Write | Kind::RebuildRead | Kind::RebuildWrite => continue,
+                Kind::Read
+                | Kind::Write
+                | Kind::RebuildRead
+                | Kind::RebuildWrite
+                | Kind::LogCopyRead
+                | Kind::LogCopyWrite => continue,
             };
             b.ops += 1;
             b.bytes += bytes;
@@ -1784,7 +1837,7 @@ impl Engine for EwArray {
         }
     }
 
-    /// Reading the map log region from disk 0 (from the oldest record still needed)
+    /// Reading the map log region from its first live copy (from the oldest record still needed)
     /// sequentially from the outer edge, as a crash now would require; NVRAM replay is
     /// memory work and not timed.
     fn recovery_time(&self) -> Option<Span> {
@@ -1794,10 +1847,15 @@ impl Engine for EwArray {
         if sectors == 0 {
             return Some(Span::ZERO);
         }
+        let d = self
+            .log_disks
+            .iter()
+            .copied()
+            .find(|&d| self.log_copy_live(d))?;
         let head = HeadState {
             cylinder: 0,
             head: 0,
-            phase_ns: self.disks[0].head.phase_ns,
+            phase_ns: self.disks[d].head.phase_ns,
         };
         let sectors = sectors.min(self.map.region_sectors());
         let a = self.drive.access(

@@ -134,8 +134,10 @@
 //! is overwritten by the same bytes; the open buffer stays open. Sequence numbers never
 //! repeat across recoveries.
 //!
-//! Not done here: merging repeated updates of one entry in NVRAM, replicating NVRAM or the
-//! region (the paper's option).
+//! The paper's replicated region is the controller's: it writes each append to every copy
+//! (`array.map_log_replicas`), and [`RecoveredLog::unconfirmed`] names the appends the copy
+//! read holds that another copy may lack. Not done here: merging repeated updates of one
+//! entry in NVRAM, replicating NVRAM.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -939,6 +941,10 @@ pub struct RecoveredLog {
     /// Appends whose buffers NVRAM still holds and which may not have reached the region:
     /// issue them again (same sequence number, place and bytes as the first time).
     pub reissue: Vec<Append>,
+    /// Appends of the chain whose buffers NVRAM still held sealed, as (offset in sectors,
+    /// bytes): durable in the region read, but another copy of the region (the paper's
+    /// replicated region) may lack them; a controller with copies writes them there too.
+    pub unconfirmed: Vec<(u64, Vec<u8>)>,
     /// Region sectors read (the chain from the pointer, and the header that ends it).
     pub sectors_read: u64,
 }
@@ -1211,6 +1217,7 @@ impl MapLog {
         // NVRAM's buffers, oldest first; those not in the chain are issued again.
         let mut open: Option<(u64, Vec<Record>)> = None;
         let mut again: Vec<Written> = Vec::new();
+        let mut unconfirmed = Vec::new();
         for b in &bufs {
             let bytes = nv(
                 buffer_offset(&geo, b.seq),
@@ -1226,7 +1233,11 @@ impl MapLog {
                     ));
                 }
                 open = Some((b.seq, records));
-            } else if b.seq >= end {
+            } else if b.seq < end {
+                if let Some((p, w)) = chain.iter().find(|(p, _)| p.seq == b.seq) {
+                    unconfirmed.push((p.offset, encode_append(w, &geo)));
+                }
+            } else {
                 let checkpoint = (b.state > BUFFER_SEALED).then(|| {
                     let portion = b.state - BUFFER_SEALED - 1;
                     let r = geo.portion_entries(portion);
@@ -1320,6 +1331,7 @@ impl MapLog {
         Ok(RecoveredLog {
             log,
             reissue,
+            unconfirmed,
             sectors_read,
         })
     }

@@ -19,10 +19,13 @@
 //!   the survivor's copy into the failed disk's slots ([`super::failure`]);
 //! - a map log append or checkpoint: [`Bytes::Meta`] with the append's bytes
 //!   ([`MapLog::append_bytes`], layout in [`crate::ew::map_log`]) at the region's sectors
-//!   on disk 0.
+//!   on each disk holding a copy of the region (disk 0, and with `map_log_replicas` > 1
+//!   column 0 of the next replicas);
+//! - a rebuild's copy of the map log region: [`Bytes::Copy`] from the surviving copy's
+//!   sectors to the same sectors of the spare.
 //!
 //! Before its first event a fresh controller (not recovered) formats the map log region:
-//! one [`Bytes::Meta`] move per initial checkpoint append, untimed like
+//! one [`Bytes::Meta`] move per initial checkpoint append and copy of the region, untimed like
 //! [`MapLog::new`]'s format, and writes the whole NVRAM image. Host requests must be whole
 //! 4 KiB blocks ([`Engine::io_align_bytes`]).
 //!
@@ -38,8 +41,8 @@
 //! DDM; 12..16), disks u32, Dm u32, logical blocks u32, block sectors u32, stripe unit
 //! blocks u32, map portions M u32 (16..40), map NVRAM bytes u64 (40..48), CRC-32 of the
 //! placement (every disk's band: its block count and first and last block's LBA; the map
-//! log region's LBA and size; 48..52), sector bytes u32 (52..56), zero (56..60), CRC-32 of
-//! bytes 0..60 (60..64). Recovery refuses an image whose superblock is not this array's.
+//! log region's LBA and size; 48..52), sector bytes u32 (52..56), copies of the map log
+//! region less one u32 (56..60), CRC-32 of bytes 0..60 (60..64). Recovery refuses an image whose superblock is not this array's.
 //!
 //! **Propagation table** (the NVRAM table of pending delayed writes, paper 4.5; "the first
 //! copy's location is enough"): one slot per block whose replicas may hold different
@@ -150,7 +153,9 @@ impl EwArray {
         }
         let mut moves = Vec::new();
         for (offset, bytes) in self.map.region_image() {
-            moves.push(self.meta_move(offset, bytes));
+            for &d in &self.log_disks {
+                moves.push(self.meta_move(d, offset, bytes.clone()));
+            }
         }
         let d = self.data.as_mut().expect("data on");
         d.started = true;
@@ -300,11 +305,11 @@ impl EwArray {
         }
     }
 
-    fn meta_move(&self, offset_sectors: u64, bytes: Vec<u8>) -> DataMove {
+    fn meta_move(&self, disk: usize, offset_sectors: u64, bytes: Vec<u8>) -> DataMove {
         let sectors = u32::try_from(bytes.len() / self.sector_bytes() as usize)
             .expect("an append fits u32 sectors");
         DataMove {
-            disk: 0,
+            disk,
             op: Op::Write,
             lba: 0,
             sectors,
@@ -438,11 +443,30 @@ impl EwArray {
                 self.push_move(mv);
             }
             Kind::MapAppend(aid) => {
-                debug_assert_eq!(d, 0);
+                debug_assert!(self.log_disks.contains(&d));
                 let bytes = self.map.append_bytes(aid);
-                let mv = self.meta_move(xfer.lba - self.log_lba, bytes);
+                let mv = self.meta_move(d, xfer.lba - self.log_lba, bytes);
                 debug_assert_eq!(mv.copies[0][0], dest);
                 self.push_move(mv);
+            }
+            Kind::LogCopyRead => {}
+            Kind::LogCopyWrite => {
+                let src = self.log_copy_source().expect("the region is being copied");
+                let run = Run {
+                    lba: op.lba,
+                    sectors: op.sectors,
+                };
+                self.push_move(DataMove {
+                    disk: d,
+                    op: Op::Write,
+                    lba: 0,
+                    sectors: op.sectors,
+                    bytes: Bytes::Copy {
+                        disk: src,
+                        runs: vec![run],
+                    },
+                    copies: vec![vec![run]],
+                });
             }
         }
     }
@@ -476,6 +500,8 @@ impl EwArray {
         crc.update(&self.map.region_sectors().to_le_bytes());
         b[48..52].copy_from_slice(&crc.sum().to_le_bytes());
         b[52..56].copy_from_slice(&self.sector_bytes().to_le_bytes());
+        let copies = self.log_disks.len() as u32 - 1;
+        b[56..60].copy_from_slice(&copies.to_le_bytes());
         let mut crc = flate2::Crc::new();
         crc.update(&b[..60]);
         b[60..64].copy_from_slice(&crc.sum().to_le_bytes());
@@ -542,29 +568,54 @@ impl EwArray {
                         word(&mine, i)
                     )
                 })
-                .unwrap_or_else(|| "map NVRAM size, placement or sector size".into());
+                .unwrap_or_else(|| {
+                    "map NVRAM size, placement, sector size or map log region copies".into()
+                });
             return Err(err(format!("the NVRAM image is another array's ({what})")));
         }
         // The map log.
         let part = nv(SUPERBLOCK_BYTES, self.map.nvram_image_bytes());
         let sector = self.sector_bytes() as usize;
         let log_lba = self.log_lba;
-        let mut region = |offset: u64, buf: &mut [u8]| -> Result<(), String> {
-            let sectors = u32::try_from(buf.len() / sector).map_err(|e| e.to_string())?;
-            let run = Run {
-                lba: log_lba + offset,
-                sectors,
+        // The region from the first copy that recovers: a disk failed from the start (its
+        // file stale, or a spare's partial copy) is never read.
+        let failed = self.failed_from_start();
+        let mut rec = Err(String::new());
+        let mut read_from = 0;
+        for &d in self.log_disks.iter().filter(|&&d| Some(d) != failed) {
+            let mut region = |offset: u64, buf: &mut [u8]| -> Result<(), String> {
+                let sectors = u32::try_from(buf.len() / sector).map_err(|e| e.to_string())?;
+                let run = Run {
+                    lba: log_lba + offset,
+                    sectors,
+                };
+                read(d, &[run], buf)
+                    .map_err(|e| format!("reading the map log region on disk {d}: {e}"))
             };
-            read(0, &[run], buf).map_err(|e| format!("reading the map log: {e}"))
-        };
-        let rec = MapLog::recover_image(
-            self.map_cfg,
-            self.logical_blocks,
-            self.dm,
-            &part,
-            &mut region,
-        )
-        .map_err(err)?;
+            let got = MapLog::recover_image(
+                self.map_cfg,
+                self.logical_blocks,
+                self.dm,
+                &part,
+                &mut region,
+            );
+            match (got, &rec) {
+                (Ok(r), _) => {
+                    rec = Ok(r);
+                    read_from = d;
+                    break;
+                }
+                (Err(e), Err(first)) if first.is_empty() => {
+                    rec = Err(if self.log_disks.len() > 1 {
+                        format!("the map log region's copy on disk {d}: {e}")
+                    } else {
+                        e
+                    })
+                }
+                (Err(_), _) => {}
+            }
+        }
+        let rec = rec.map_err(err)?;
         // The map must be one of this array.
         let map = rec.log.map();
         let mut used: Vec<Vec<bool>> = self
@@ -635,9 +686,18 @@ impl EwArray {
             }
         }
         self.map = rec.log;
-        // Repairs: the kept copy over every other replica's mapped location.
-        let bs = self.block_sectors;
+        // Repairs: appends the crash may have left on some copies of the region only, to
+        // the others (the copy of a failed disk is rebuilt later)…
         let mut repairs = Vec::new();
+        for (offset, bytes) in rec.unconfirmed {
+            for &d in &self.log_disks {
+                if d != read_from && Some(d) != failed {
+                    repairs.push(self.meta_move(d, offset, bytes.clone()));
+                }
+            }
+        }
+        // …and the kept copy over every other replica's mapped location.
+        let bs = self.block_sectors;
         for (&b, &(r, phys)) in &kept {
             let src = self.disk_of(b, r);
             let from = self.run_of(src, phys, 1);
@@ -666,6 +726,11 @@ impl EwArray {
         // again, and a DDM's blocks away from home moved home.
         self.data.as_mut().expect("data on").started = true;
         self.write_whole_image();
+        // A disk failed from the start fails before anything queued here starts, so no
+        // append goes to it and no move home copies from it.
+        if failed.is_some() {
+            self.fail_if_due(Nanos::ZERO);
+        }
         self.queue_appends(Nanos::ZERO, rec.reissue);
         if self.shape.ddm {
             for b in 0..self.logical_blocks {

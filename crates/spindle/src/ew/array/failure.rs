@@ -35,8 +35,15 @@
 //! their busy time is the `rebuild` class. With `rebuild_rate_mb_s` a step starts no
 //! earlier than its first byte over the rate after the rebuild began.
 //!
-//! Not modelled: a failure of disk 0, which holds the map log region after its band (its
-//! rebuild would have to rebuild the log too); such a configuration is refused.
+//! **The map log region** (5.2.2) lives after the band of column 0's disk in each of the
+//! first `map_log_replicas` replicas; every append is written to each copy and is durable
+//! once all live copies hold it. A failed disk holding a copy drops out: appends go to the
+//! surviving copies (so a failure of disk 0 needs `map_log_replicas` ≥ 2, or the map would
+//! be lost with it, and is refused otherwise). After the data steps, the rebuild copies the
+//! region from a surviving copy to the spare in steps, with appends held meanwhile (they
+//! wait in NVRAM's two buffers, as when NVRAM is full: a copy never races an append) and
+//! started only once no append is in flight; then the held appends go to every copy, the
+//! spare's included, and the rebuild is done. The region copy is not paced.
 
 use super::*;
 use crate::engine::{
@@ -76,11 +83,34 @@ pub(super) struct EwFailure {
     /// The spare may be installed: the table keeps no copy on the failed disk, and a timer
     /// at once installs it (after those NVRAM writes are taken).
     ready: bool,
+    /// The failed disk's copy of the map log region, if it holds one.
+    log: LogCopy,
+    /// Appends issued while the region is copied: written once the spare's copy is whole.
+    held_appends: Vec<Append>,
+}
+
+/// The rebuild of a failed disk's copy of the map log region.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum LogCopy {
+    /// The failed disk holds no copy.
+    None,
+    /// Its copy waits for the data steps.
+    Pending,
+    /// Appends are held; the copy starts when none is in flight.
+    Draining,
+    /// Sectors `next..` of the region are still to copy from disk `src`.
+    Copying { src: usize, next: u64 },
+    /// The spare's copy is whole and takes appends.
+    Done,
 }
 
 impl EwArray {
     /// Whether an array of `shape` can take failure `f`: the reason it cannot.
-    pub fn check_failure(shape: &EwShape, f: &FailureConfig) -> Result<(), String> {
+    pub fn check_failure(
+        shape: &EwShape,
+        map_log_replicas: u32,
+        f: &FailureConfig,
+    ) -> Result<(), String> {
         let disks = shape.disks().unwrap_or(0) as usize;
         if f.disk >= disks {
             return Err(format!(
@@ -95,10 +125,11 @@ impl EwArray {
                 shape.describe()
             ));
         }
-        if f.disk == 0 {
+        if f.disk == 0 && map_log_replicas < 2 {
             return Err(
-                "disk 0 holds the map log region after its band: its failure and rebuild are \
-                 not modelled (the log would need rebuilding too); fail another disk"
+                "disk 0 holds the only copy of the map log region after its band: its failure \
+                 would lose the map; set array.map_log_replicas = 2 to replicate the region on \
+                 its mirror (EW-Array paper, 5.2.2), or fail another disk"
                     .into(),
             );
         }
@@ -106,7 +137,7 @@ impl EwArray {
     }
 
     pub(super) fn new_failure(&self, cfg: &FailureConfig) -> Result<EwFailure, String> {
-        Self::check_failure(&self.shape, cfg)?;
+        Self::check_failure(&self.shape, self.log_disks.len() as u32, cfg)?;
         let column = cfg.disk as u32 % self.n;
         let unit = self.unit_blocks;
         let step_units = (REBUILD_STEP_BYTES / BLOCK_BYTES / u64::from(unit)).max(1);
@@ -126,6 +157,12 @@ impl EwArray {
             steps: VecDeque::new(),
             step_due: None,
             ready: false,
+            log: if self.log_disks.contains(&cfg.disk) {
+                LogCopy::Pending
+            } else {
+                LogCopy::None
+            },
+            held_appends: Vec::new(),
         })
     }
 
@@ -235,6 +272,7 @@ impl EwArray {
             self.spare_check(now);
         } else {
             self.start_rebuild_steps(now);
+            self.start_log_copy(now);
         }
     }
 
@@ -314,7 +352,7 @@ impl EwArray {
             }
             if f.issued >= f.column_blocks {
                 if f.steps.is_empty() {
-                    self.failure.as_mut().expect("a failure").done = Some(now);
+                    self.data_rebuilt(now);
                 }
                 return;
             }
@@ -529,6 +567,114 @@ impl EwArray {
         {
             let acked = self.table.get(&b).map_or(0, |st| st.acked);
             self.queue_home(now, b, 1, acked);
+        }
+    }
+
+    /// Whether disk `d`'s copy of the map log region takes appends: not while it has
+    /// failed, until the rebuild has copied the region to its spare.
+    pub(super) fn log_copy_live(&self, d: usize) -> bool {
+        match self.failure.as_ref() {
+            Some(f) if f.cfg.disk == d && f.clock.failed_at().is_some() => f.log == LogCopy::Done,
+            _ => true,
+        }
+    }
+
+    /// The appends to write now: none while the region is being copied (kept for later).
+    pub(super) fn hold_appends(&mut self, appends: Vec<Append>) -> Vec<Append> {
+        match self.failure.as_mut() {
+            Some(f) if matches!(f.log, LogCopy::Draining | LogCopy::Copying { .. }) => {
+                f.held_appends.extend(appends);
+                Vec::new()
+            }
+            _ => appends,
+        }
+    }
+
+    /// The disk configured to fail at time zero (a restart after its failure).
+    pub(super) fn failed_from_start(&self) -> Option<usize> {
+        self.failure
+            .as_ref()
+            .filter(|f| f.cfg.at == Nanos::ZERO)
+            .map(|f| f.cfg.disk)
+    }
+
+    /// The disk a map log region copy reads from.
+    pub(super) fn log_copy_source(&self) -> Option<usize> {
+        match self.failure.as_ref()?.log {
+            LogCopy::Copying { src, .. } => Some(src),
+            _ => None,
+        }
+    }
+
+    /// The spare holds every block of the column: the rebuild is done, or goes on with the
+    /// map log region if the failed disk held a copy.
+    fn data_rebuilt(&mut self, now: Nanos) {
+        let f = self.failure.as_mut().expect("a failure");
+        match f.log {
+            LogCopy::None | LogCopy::Done => f.done = Some(now),
+            LogCopy::Pending => {
+                f.log = LogCopy::Draining;
+                self.start_log_copy(now);
+            }
+            LogCopy::Draining | LogCopy::Copying { .. } => {}
+        }
+    }
+
+    /// Starts the region copy once no append is in flight (new ones are held).
+    fn start_log_copy(&mut self, now: Nanos) {
+        let Some(f) = self.failure.as_ref() else {
+            return;
+        };
+        if f.log != LogCopy::Draining || !self.append_left.is_empty() {
+            return;
+        }
+        let failed = f.cfg.disk;
+        let src = self
+            .log_disks
+            .iter()
+            .copied()
+            .find(|&d| d != failed)
+            .expect("a surviving copy of the map log region");
+        self.failure.as_mut().expect("a failure").log = LogCopy::Copying { src, next: 0 };
+        self.next_log_chunk(now);
+    }
+
+    /// Reads the next chunk of the region from the surviving copy, or, with all of it on
+    /// the spare, writes the held appends everywhere and ends the rebuild.
+    fn next_log_chunk(&mut self, now: Nanos) {
+        let f = self.failure.as_mut().expect("a failure");
+        let LogCopy::Copying { src, next } = f.log else {
+            unreachable!("the region is being copied")
+        };
+        let region = self.map.region_sectors();
+        if next >= region {
+            f.log = LogCopy::Done;
+            f.done = Some(now);
+            let held = std::mem::take(&mut f.held_appends);
+            self.queue_appends(now, held);
+            return;
+        }
+        let chunk = REBUILD_STEP_BYTES / u64::from(self.drive.geometry().sector_bytes());
+        let sectors = u32::try_from(chunk.min(region - next)).expect("a chunk fits u32");
+        f.log = LogCopy::Copying {
+            src,
+            next: next + u64::from(sectors),
+        };
+        let lba = self.log_lba + next;
+        self.queue_positioned(now, Kind::LogCopyRead, src, Op::Read, lba, sectors);
+    }
+
+    /// A region copy command ended: a read is followed by its write to the spare, a write
+    /// by the next chunk.
+    pub(super) fn log_copy_done(&mut self, now: Nanos, id: usize) {
+        let op = self.op(id);
+        let (kind, lba, sectors) = (op.kind, op.lba, op.sectors);
+        self.remove_op(id);
+        if kind == Kind::LogCopyRead {
+            let spare = self.failure.as_ref().expect("a failure").cfg.disk;
+            self.queue_positioned(now, Kind::LogCopyWrite, spare, Op::Write, lba, sectors);
+        } else {
+            self.next_log_chunk(now);
         }
     }
 }

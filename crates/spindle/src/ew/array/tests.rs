@@ -33,6 +33,7 @@ pub(super) fn config(
             sector_bytes: 512,
         },
         free_layout: FreeLayout::Even,
+        map_log_replicas: 1,
         failure: None,
     }
 }

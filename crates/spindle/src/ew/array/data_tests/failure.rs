@@ -46,12 +46,25 @@ const SHAPES: [(u32, f64, f64, bool, u32); 8] = [
     (2, 1.5, 2.0, true, 2),
 ];
 
-/// A random failure of a random disk but 0 (it holds the map log: refused), at a random
-/// instant, rebuilt as fast as the disks allow or paced.
-fn random_failure(rng: &mut Pcg64Mcg, shape: &EwShape, at_ms_max: u64) -> FailureConfig {
+/// A random failure of a random disk at a random instant, rebuilt as fast as the disks
+/// allow or paced, with the map log region replicated 1 to Dm times: at least twice when a
+/// disk holding a copy fails (disk 0 one time in three, so its region copy is exercised).
+fn random_failure(rng: &mut Pcg64Mcg, cfg: &mut EwConfig, at_ms_max: u64) -> FailureConfig {
+    let shape = cfg.shape;
     let disks = shape.disks().expect("whole") as usize;
+    let n = shape.per_replica().expect("whole") as usize;
     let rate = rng.gen_bool(0.5).then(|| rng.gen_range(3e6..40e6));
-    fail(rng.gen_range(1..disks), rng.gen_range(0..at_ms_max), rate)
+    let disk = if rng.gen_bool(1.0 / 3.0) {
+        0
+    } else {
+        rng.gen_range(0..disks)
+    };
+    let copies_of_log = |r: u32| (0..r as usize).any(|k| k * n == disk);
+    cfg.map_log_replicas = rng.gen_range(1..=shape.dm);
+    if copies_of_log(cfg.map_log_replicas) {
+        cfg.map_log_replicas = rng.gen_range(2..=shape.dm);
+    }
+    fail(disk, rng.gen_range(0..at_ms_max), rate)
 }
 
 /// Random redundant EW shapes, schedulers, free layouts and buffer sizes; a random disk
@@ -73,12 +86,13 @@ fn ew_arrays_lose_no_acknowledged_write_through_a_failure_and_rebuild() {
         if !ddm && rng.gen_bool(0.3) {
             cfg.free_layout = FreeLayout::Random;
         }
-        let f = random_failure(&mut rng, &cfg.shape, 600);
+        let f = random_failure(&mut rng, &mut cfg, 600);
         let what = format!(
-            "case {case}: {} sync {sync} {policy} {:?} nvram {}: {f:?}",
+            "case {case}: {} sync {sync} {policy} {:?} nvram {} log copies {}: {f:?}",
             cfg.shape.describe(),
             cfg.free_layout,
-            cfg.nvram_entries
+            cfg.nvram_entries,
+            cfg.map_log_replicas
         );
         cfg.failure = Some(f);
         let mut a = EwArray::new(drive(), &cfg).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -95,23 +109,32 @@ fn ew_arrays_lose_no_acknowledged_write_through_a_failure_and_rebuild() {
     assert!(checked > 20_000, "reads audited: {checked}");
 }
 
-/// Degraded to the end (no rebuild): reads are served by the survivors alone, writes are
-/// acknowledged and nothing is left pending.
+/// Degraded to the end (no rebuild), disk 1 or disk 0 (with the map log region on its
+/// mirror too): reads are served by the survivors alone, writes are acknowledged, the map
+/// log goes on on the surviving copy, and nothing is left pending.
 #[test]
 fn an_ew_array_runs_degraded_without_a_rebuild() {
     for (dm, ds, dd, ddm, sync) in SHAPES {
-        let mut cfg = config(dm, ds, dd, ddm, sync, EwPolicy::SatfEw);
-        cfg.failure = Some(FailureConfig {
-            rebuild: false,
-            ..fail(1, 100, None)
-        });
-        let mut a = EwArray::new(drive(), &cfg).unwrap();
-        assert_eq!(run(&mut a, 2000, 8, 0.5, 3, None), 2000);
-        assert_eq!(a.outstanding(), 0);
-        assert_eq!(a.pending_blocks(), 0);
-        let s = a.rebuild_status().unwrap();
-        assert_eq!((s.started, s.done), (None, None));
-        assert!(a.audit.reads_checked > 500);
+        for disk in [1, 0] {
+            let mut cfg = config(dm, ds, dd, ddm, sync, EwPolicy::SatfEw);
+            cfg.map_log_replicas = if disk == 0 { 2 } else { 1 };
+            // 16 records a buffer: hundreds of appends, most after the failure at 100 ms.
+            cfg.map.nvram_bytes = 64 + 2 * 16 * 8;
+            cfg.failure = Some(FailureConfig {
+                rebuild: false,
+                ..fail(disk, 100, None)
+            });
+            let mut a = EwArray::new(drive(), &cfg).unwrap();
+            assert_eq!(run(&mut a, 2000, 8, 0.5, 3, None), 2000);
+            assert_eq!(a.outstanding(), 0);
+            assert_eq!(a.pending_blocks(), 0);
+            let s = a.rebuild_status().unwrap();
+            assert_eq!((s.started, s.done), (None, None));
+            assert!(a.audit.reads_checked > 500);
+            let log = a.map_log().stats();
+            assert!(log.appends > 40, "{log:?}");
+            assert!(a.map_log().in_flight().next().is_none());
+        }
     }
 }
 
@@ -145,7 +168,8 @@ fn a_paced_ew_rebuild_takes_the_data_over_the_rate() {
 }
 
 /// Dm = 1 keeps one copy: a failure loses data, and the configuration says so; disk 0
-/// (the map log's) is refused too, as is a disk that does not exist.
+/// is refused too while it holds the only copy of the map log region, as is a disk that
+/// does not exist.
 #[test]
 fn failures_the_ew_array_cannot_survive_are_refused() {
     let mut cfg = config(1, 2.0, 1.5, false, 1, EwPolicy::SatfEw);
@@ -155,7 +179,13 @@ fn failures_the_ew_array_cannot_survive_are_refused() {
     let mut cfg = config(2, 1.0, 2.0, true, 2, EwPolicy::SatfEw);
     cfg.failure = Some(fail(0, 0, None));
     let e = EwArray::new(drive(), &cfg).err().expect("refused");
-    assert!(e.contains("map log"), "{e}");
+    assert!(e.contains("map_log_replicas = 2"), "{e}");
+    cfg.map_log_replicas = 2;
+    assert!(EwArray::new(drive(), &cfg).is_ok());
+    cfg.map_log_replicas = 3;
+    let e = EwArray::new(drive(), &cfg).err().expect("refused");
+    assert!(e.contains("1 to Dm = 2"), "{e}");
+    cfg.map_log_replicas = 1;
     cfg.failure = Some(fail(4, 0, None));
     let e = EwArray::new(drive(), &cfg).err().expect("refused");
     assert!(e.contains("does not exist"), "{e}");
@@ -172,7 +202,7 @@ fn failing_config(
         if cfg.shape.dm < 2 {
             continue;
         }
-        let f = random_failure(rng, &cfg.shape, 400);
+        let f = random_failure(rng, &mut cfg, 400);
         let what = format!("{what}: {f:?}");
         cfg.failure = Some(f);
         return (cfg, what);
