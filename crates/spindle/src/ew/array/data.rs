@@ -88,6 +88,7 @@
 use super::*;
 use crate::drive::Run;
 use crate::engine::{Bytes, CopyRuns};
+use crate::ew::map_log::RecoveredLog;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -471,6 +472,27 @@ impl EwArray {
         }
     }
 
+    /// The map log recovered from the copy of its region on disk `d`, with `nvram` the map
+    /// log's part of the NVRAM image.
+    pub(super) fn recover_log_from(
+        &self,
+        nvram: &[u8],
+        read: &mut DiskReader<'_>,
+        d: usize,
+    ) -> Result<RecoveredLog, String> {
+        let sector = self.sector_bytes() as usize;
+        let log_lba = self.log_lba;
+        let mut region = |offset: u64, buf: &mut [u8]| -> Result<(), String> {
+            let sectors = u32::try_from(buf.len() / sector).map_err(|e| e.to_string())?;
+            let run = Run {
+                lba: log_lba + offset,
+                sectors,
+            };
+            read(d, &[run], buf).map_err(|e| format!("reading the map log region on disk {d}: {e}"))
+        };
+        MapLog::recover_image(self.map_cfg, self.logical_blocks, self.dm, nvram, &mut region)
+    }
+
     /// This array's superblock (module doc).
     fn superblock(&self) -> [u8; SUPERBLOCK_BYTES as usize] {
         let mut b = [0u8; SUPERBLOCK_BYTES as usize];
@@ -575,31 +597,13 @@ impl EwArray {
         }
         // The map log.
         let part = nv(SUPERBLOCK_BYTES, self.map.nvram_image_bytes());
-        let sector = self.sector_bytes() as usize;
-        let log_lba = self.log_lba;
         // The region from the first copy that recovers: a disk failed from the start (its
         // file stale, or a spare's partial copy) is never read.
         let failed = self.failed_from_start();
         let mut rec = Err(String::new());
         let mut read_from = 0;
         for &d in self.log_disks.iter().filter(|&&d| Some(d) != failed) {
-            let mut region = |offset: u64, buf: &mut [u8]| -> Result<(), String> {
-                let sectors = u32::try_from(buf.len() / sector).map_err(|e| e.to_string())?;
-                let run = Run {
-                    lba: log_lba + offset,
-                    sectors,
-                };
-                read(d, &[run], buf)
-                    .map_err(|e| format!("reading the map log region on disk {d}: {e}"))
-            };
-            let got = MapLog::recover_image(
-                self.map_cfg,
-                self.logical_blocks,
-                self.dm,
-                &part,
-                &mut region,
-            );
-            match (got, &rec) {
+            match (self.recover_log_from(&part, read, d), &rec) {
                 (Ok(r), _) => {
                     rec = Ok(r);
                     read_from = d;

@@ -424,10 +424,26 @@ impl Harness {
             assert_eq!(t, self.acked[b as usize], "{}: block {b}", self.what);
         }
         // A rebuilt array restarts as a whole one (the emulator drops the failure once the
-        // spare is rebuilt): its map log region is read from the spare's copy first.
+        // spare is rebuilt). A spare holding a copy of the map log region must hold all of
+        // it: the map recovers from that copy alone.
         let mut cfg = self.cfg.clone();
-        if self.a.rebuild_status().is_some_and(|r| r.done.is_some()) {
+        if let Some(r) = self.a.rebuild_status().filter(|r| r.done.is_some()) {
             cfg.failure = None;
+            if self.a.log_disks.contains(&r.disk) {
+                let mut spare = EwArray::new(drive(), &cfg).unwrap();
+                assert!(spare.enable_data_moves());
+                let disks = &self.disks;
+                let part = &self.nvram[SUPERBLOCK_BYTES as usize..];
+                let rec = spare
+                    .recover_log_from(part, &mut |d, runs, buf| disks.read_bytes(d, runs, buf), r.disk)
+                    .unwrap_or_else(|e| panic!("{}: the spare's map log copy: {e}", self.what));
+                assert_eq!(
+                    rec.log.map().first_difference(self.a.map.map()),
+                    None,
+                    "{}: the map from the spare's copy",
+                    self.what
+                );
+            }
         }
         let mut fresh = EwArray::new(drive(), &cfg).unwrap();
         assert!(fresh.enable_data_moves());
