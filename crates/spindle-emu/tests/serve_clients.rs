@@ -209,7 +209,11 @@ fn a_failed_mirror_is_rebuilt_under_real_clients() {
             1,
             0,
         ),
-        ("layout = \"raid-5\"\ndisks = 5\nwrite_cache_bytes = 0\n", 1, 0),
+        (
+            "layout = \"raid-5\"\ndisks = 5\nwrite_cache_bytes = 0\n",
+            1,
+            0,
+        ),
         // Four disks, two per replica: disk 1's copies' mirror is disk 3.
         ("layout = \"ew-array\"\ndm = 2\nds = 1\ndd = 2\n", 1, 3),
         ("layout = \"ddm\"\nds = 1\ndd = 2\n", 1, 3),
@@ -344,5 +348,8 @@ fn failed_disk_is_rebuilt_under_real_clients(layout: &str, failed: usize, mirror
         None,
     )
     .expect_err("an interrupted rebuild is refused");
-    assert!(e.contains(&format!("disk {failed} had failed")), "{layout}: {e}");
+    assert!(
+        e.contains(&format!("disk {failed} had failed")),
+        "{layout}: {e}"
+    );
 }

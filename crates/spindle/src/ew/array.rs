@@ -633,7 +633,9 @@ impl EwArray {
             disks,
             map,
             log_lba,
-            log_disks: (0..cfg.map_log_replicas).map(|r| (r * n) as usize).collect(),
+            log_disks: (0..cfg.map_log_replicas)
+                .map(|r| (r * n) as usize)
+                .collect(),
             append_left: IntMap::default(),
             host: HostTable::default(),
             ops: Slab::with_capacity(1024),
@@ -1671,7 +1673,15 @@ impl EwArray {
     }
 
     /// Queues a positioned command (an append, a log copy) on disk `d`'s foreground.
-    fn queue_positioned(&mut self, now: Nanos, kind: Kind, d: usize, op: Op, lba: u64, sectors: u32) {
+    fn queue_positioned(
+        &mut self,
+        now: Nanos,
+        kind: Kind,
+        d: usize,
+        op: Op,
+        lba: u64,
+        sectors: u32,
+    ) {
         let mut o = self.blank_op(kind, now);
         o.lba = lba;
         o.sectors = sectors;

@@ -490,7 +490,13 @@ impl EwArray {
             };
             read(d, &[run], buf).map_err(|e| format!("reading the map log region on disk {d}: {e}"))
         };
-        MapLog::recover_image(self.map_cfg, self.logical_blocks, self.dm, nvram, &mut region)
+        MapLog::recover_image(
+            self.map_cfg,
+            self.logical_blocks,
+            self.dm,
+            nvram,
+            &mut region,
+        )
     }
 
     /// This array's superblock (module doc).

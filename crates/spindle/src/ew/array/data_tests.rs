@@ -435,7 +435,11 @@ impl Harness {
                 let disks = &self.disks;
                 let part = &self.nvram[SUPERBLOCK_BYTES as usize..];
                 let rec = spare
-                    .recover_log_from(part, &mut |d, runs, buf| disks.read_bytes(d, runs, buf), r.disk)
+                    .recover_log_from(
+                        part,
+                        &mut |d, runs, buf| disks.read_bytes(d, runs, buf),
+                        r.disk,
+                    )
                     .unwrap_or_else(|e| panic!("{}: the spare's map log copy: {e}", self.what));
                 assert_eq!(
                     rec.log.map().first_difference(self.a.map.map()),

@@ -241,6 +241,8 @@ fn data_moves_rebuild_the_spare_with_the_newest_acknowledged_bytes() {
 fn a_crash_during_a_failure_recovers_every_acknowledged_write() {
     let mut rng = Pcg64Mcg::seed_from_u64(0xEFC3);
     let (mut crashes, mut while_failed, mut during_rebuild) = (0, 0, 0);
+    // Crashes while a disk holding a copy of the map log region is failed.
+    let mut log_disk_failed = 0;
     let mut case = 0;
     while crashes < 300 {
         case += 1;
@@ -261,6 +263,7 @@ fn a_crash_during_a_failure_recovers_every_acknowledged_write() {
             let s = h.a.rebuild_status();
             while_failed += u32::from(s.is_some());
             during_rebuild += u32::from(s.is_some_and(|s| s.started.is_some()));
+            log_disk_failed += u32::from(s.is_some_and(|s| h.a.log_disks.contains(&s.disk)));
             crashes += 1;
             h.crash_and_recover();
         }
@@ -272,10 +275,12 @@ fn a_crash_during_a_failure_recovers_every_acknowledged_write() {
         h.check_idle();
     }
     println!(
-        "{case} arrays, {crashes} crashes, {while_failed} failed, {during_rebuild} rebuilding"
+        "{case} arrays, {crashes} crashes, {while_failed} failed, {during_rebuild} rebuilding, \
+         {log_disk_failed} with a map log copy failed"
     );
     assert!(
-        while_failed > 100 && during_rebuild > 50,
-        "crashes while failed {while_failed}, during the rebuild {during_rebuild}"
+        while_failed > 100 && during_rebuild > 50 && log_disk_failed > 30,
+        "crashes while failed {while_failed}, during the rebuild {during_rebuild}, with a \
+         map log copy failed {log_disk_failed}"
     );
 }
