@@ -15,6 +15,7 @@
 //! - [`optimal`]: the best Ds × Dr (× Dm) for D disks, p, L and Q (eqs. 2.20, 2.27, 2.43);
 //! - [`predict`]: a candidate configuration's predicted latency and throughput.
 
+pub mod advise;
 pub mod ew;
 pub mod mirror;
 pub mod optimal;
