@@ -113,9 +113,21 @@ struct Workload {
     trace_iops: Option<f64>,
 }
 
+/// A speed-up as the trace key takes it: a decimal with at most 9 decimals.
+fn speedup_text(x: f64) -> Result<String> {
+    let t = format!("{x:.9}");
+    let t = t.trim_end_matches('0').trim_end_matches('.').to_string();
+    if t.parse::<f64>().map_or(true, |v| v <= 0.0) {
+        bail!("a speed-up of {x} is too small to replay");
+    }
+    Ok(t)
+}
+
 fn positive(name: &str, v: Option<f64>) -> Result<Option<f64>> {
     match v {
-        Some(x) if !(x.is_finite() && x > 0.0) => bail!("{name}: expected a positive number, got {x}"),
+        Some(x) if !(x.is_finite() && x > 0.0) => {
+            bail!("{name}: expected a positive number, got {x}")
+        }
         _ => Ok(v),
     }
 }
@@ -131,7 +143,12 @@ fn trace_load(
         .time
         .as_ref()
         .and_then(|t| t.mean_iops)
-        .ok_or_else(|| anyhow!("{}: its requests all arrive at once: no rate to replay at", path.display()))?;
+        .ok_or_else(|| {
+            anyhow!(
+                "{}: its requests all arrive at once: no rate to replay at",
+                path.display()
+            )
+        })?;
     let cv2 = stats
         .interarrival
         .as_ref()
@@ -174,6 +191,7 @@ fn workload(args: &AdviseArgs, quiet: bool) -> Result<Workload> {
              [workload.trace]\npath = {p:?}\n{format}speedup = {x}\nfit = \"scale\"\n",
             drive = args.drive,
             p = abs.display().to_string(),
+            x = speedup_text(x)?,
         );
         let exp = Experiment::parse(&text, &path.display().to_string(), &args.sets)?;
         return Ok(Workload {
@@ -185,7 +203,13 @@ fn workload(args: &AdviseArgs, quiet: bool) -> Result<Workload> {
         });
     }
     let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
-    let unsets = ["array".to_string(), "compare".to_string()];
+    // The candidates replace the file's array and comparison rows.
+    let doc: toml::Table = toml::from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let unsets: Vec<String> = ["array", "compare"]
+        .into_iter()
+        .filter(|k| doc.contains_key(*k))
+        .map(String::from)
+        .collect();
     let mut sets = args.sets.clone();
     let base = path.parent().map(Path::to_path_buf);
     let exp0 = Experiment::parse_with(&text, &path.display().to_string(), &unsets, &sets)?;
@@ -227,7 +251,7 @@ fn workload(args: &AdviseArgs, quiet: bool) -> Result<Workload> {
                 (None, Some(x)) => x * t.speedup,
                 (None, None) => t.speedup,
             };
-            sets.push(format!("workload.trace.speedup={x}"));
+            sets.push(format!("workload.trace.speedup={}", speedup_text(x)?));
             load = Load {
                 rate_iops: Some(iops * x),
                 ..l
@@ -332,7 +356,12 @@ fn simulate(
                 let open_trace = replay::opener(w.base.as_deref());
                 let open_validate = crate::validate_cmd::opener(w.base.as_deref());
                 let rep: Report = exp
-                    .run_with(&read_file, &open_trace, &open_validate, &mut |_, _, _, _| {})
+                    .run_with(
+                        &read_file,
+                        &open_trace,
+                        &open_validate,
+                        &mut |_, _, _, _| {},
+                    )
                     .with_context(|| r.candidate.label())?;
                 bar.inc(1);
                 let p = &r.prediction;
@@ -406,11 +435,19 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
     if counts.iter().any(|&n| n > 64) {
         bail!("--disks / --max-disks: at most 64");
     }
-    let w = workload(&args, quiet)?;
-    let read_file = reader_relative_to(w.base.as_deref());
+    let mut w = workload(&args, quiet)?;
+    let base = w.base.clone();
+    let read_file = reader_relative_to(base.as_deref());
     let drive_name = w.exp.spec.drive.model.clone();
     let drive = resolve_drive(&drive_name, &read_file).map_err(|e| anyhow!("drive: {e}"))?;
     let disk = DiskModel::of(&drive);
+    if w.characterisation.is_none() {
+        // A synthetic workload over part of the array's one disk of data seeks over that
+        // part only: L = data of the array / data addressed (eq. 2.5).
+        if let Some(b) = w.exp.spec.workload.data_set_bytes.filter(|&b| b > 0) {
+            w.load.locality = (disk.capacity_bytes / b as f64).max(1.0);
+        }
+    }
     let all: Vec<Candidate> = counts.iter().flat_map(|&n| candidates(n, DR_MAX)).collect();
     let n_candidates = all.len();
     let ranked = rank(&disk, &w.load, all, target.metric);
@@ -428,7 +465,10 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
         }
     }
     let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-    let jobs = args.jobs.map_or(cores, NonZeroUsize::get).clamp(1, cores * 4);
+    let jobs = args
+        .jobs
+        .map_or(cores, NonZeroUsize::get)
+        .clamp(1, cores * 4);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()
@@ -493,7 +533,10 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
                 Some((i, r)) => match rows.iter().find(|x| x.rank == i + 1) {
                     Some(x) => Some(x.clone()),
                     None => match point(&w, &r.candidate) {
-                        Ok(exp) => Some(simulate(&w, vec![(i + 1, r, exp)], &pool, quiet, "one more disk")?.remove(0)),
+                        Ok(exp) => Some(
+                            simulate(&w, vec![(i + 1, r, exp)], &pool, quiet, "one more disk")?
+                                .remove(0),
+                        ),
                         Err(_) => None,
                     },
                 },
@@ -503,7 +546,10 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
                     let r = rank(&disk, &w.load, cand, target.metric).into_iter().next();
                     match r {
                         Some(r) => match point(&w, &r.candidate) {
-                            Ok(exp) => Some(simulate(&w, vec![(0, &r, exp)], &pool, quiet, "one more disk")?.remove(0)),
+                            Ok(exp) => Some(
+                                simulate(&w, vec![(0, &r, exp)], &pool, quiet, "one more disk")?
+                                    .remove(0),
+                            ),
                             Err(_) => None,
                         },
                         None => None,
@@ -539,7 +585,9 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
             })
         }
         (Some(_), _, None) => {
-            eprintln!("spindle: --memory-cost needs a trace workload (its reuse distances); skipped");
+            eprintln!(
+                "spindle: --memory-cost needs a trace workload (its reuse distances); skipped"
+            );
             None
         }
         _ => None,
@@ -624,8 +672,18 @@ fn table(a: &Advice) -> String {
     ));
     let m = a.target.metric;
     let head = format!(
-        "{:<5}{:<24}{:>6}{:>11}{:>11}{:>11}{:>11}{:>7}{:>10}  {:<13}{}\n",
-        "rank", "configuration", "disks", "pred mean", "sim mean", "pred p99", "sim p99", "util", "headroom", "state", "why"
+        "{:<5}{:<24}{:>6}{:>11}{:>11}{:>11}{:>11}{:>7}{:>10}  {:<15}{}\n",
+        "rank",
+        "configuration",
+        "disks",
+        "pred mean",
+        "sim mean",
+        "pred p99",
+        "sim p99",
+        "util",
+        "headroom",
+        "state",
+        "why"
     );
     t.push_str(&head);
     for r in &a.simulated {
@@ -637,7 +695,7 @@ fn table(a: &Advice) -> String {
             "sustainable"
         };
         t.push_str(&format!(
-            "{:<5}{:<24}{:>6}{:>11}{:>11}{:>11}{:>11}{:>6.0}%{:>10}  {:<13}{}\n",
+            "{:<5}{:<24}{:>6}{:>11}{:>11}{:>11}{:>11}{:>6.0}%{:>10}  {:<15}{}\n",
             r.rank,
             r.configuration,
             r.disks,
@@ -686,7 +744,10 @@ fn table(a: &Advice) -> String {
         }
     }
     if let Some(mem) = &a.memory {
-        t.push_str(&format!("more disks or more memory (4.3): {}\n", mem.verdict));
+        t.push_str(&format!(
+            "more disks or more memory (4.3): {}\n",
+            mem.verdict
+        ));
     }
     if !a.refused.is_empty() {
         t.push_str(&format!(

@@ -18,10 +18,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use spindle::workload::trace::{
     self,
-    characterise::{CharacteriseBuilder, Characterisation},
+    characterise::{Characterisation, CharacteriseBuilder},
     stats::TraceStats,
-    Compression, DeviceSet, SpeedUp, StatsBuilder, TraceError,
-    TraceFormat, TraceIterExt, TraceRecord, TraceWriter,
+    Compression, DeviceSet, SpeedUp, StatsBuilder, TraceError, TraceFormat, TraceIterExt,
+    TraceRecord, TraceWriter,
 };
 
 #[derive(Subcommand)]
@@ -281,19 +281,46 @@ fn characterise_table(path: &str, s: &TraceStats, c: &Characterisation) -> Strin
     row("p (reads / requests)", format!("{:.3}", c.read_fraction));
     row("seek locality L (table 4.2)", opt(s.seek_locality, 2));
     if let Some(z) = &s.size {
-        row("request size mean / p50 / max", format!("{} / {} / {}", human_bytes(z.mean_bytes), human_bytes(z.p50_bytes as f64), human_bytes(z.max_bytes as f64)));
+        row(
+            "request size mean / p50 / max",
+            format!(
+                "{} / {} / {}",
+                human_bytes(z.mean_bytes),
+                human_bytes(z.p50_bytes as f64),
+                human_bytes(z.max_bytes as f64)
+            ),
+        );
     }
-    row("arrival rate", opt(s.time.as_ref().and_then(|t| t.mean_iops), 1) + " IOPS");
-    row("inter-arrival CV", opt(s.interarrival.as_ref().and_then(|i| i.cv), 2));
+    row(
+        "arrival rate",
+        opt(s.time.as_ref().and_then(|t| t.mean_iops), 1) + " IOPS",
+    );
+    row(
+        "inter-arrival CV",
+        opt(s.interarrival.as_ref().and_then(|i| i.cv), 2),
+    );
     for b in &c.burstiness {
         row(
             &format!("burstiness, {} ms windows", b.window_ms),
-            format!("dispersion {:.2}, peak/mean {:.1}", b.dispersion, b.peak_to_mean),
+            format!(
+                "dispersion {:.2}, peak/mean {:.1}",
+                b.dispersion, b.peak_to_mean
+            ),
         );
     }
-    row("read after write (< 1 h)", format!("{:.1} % of requests", c.read_after_write_pct));
+    row(
+        "read after write (< 1 h)",
+        format!("{:.1} % of requests", c.read_after_write_pct),
+    );
     row("overwrites", format!("{:.1} % of writes", c.overwrite_pct));
-    row("working set (4 KiB blocks)", format!("{} ({})", thousands(c.working_set_blocks), human_bytes(c.working_set_bytes as f64)));
+    row(
+        "working set (4 KiB blocks)",
+        format!(
+            "{} ({})",
+            thousands(c.working_set_blocks),
+            human_bytes(c.working_set_bytes as f64)
+        ),
+    );
     for frac in [0.01, 0.1, 0.5] {
         let blocks = (c.working_set_blocks as f64 * frac).max(1.0);
         row(

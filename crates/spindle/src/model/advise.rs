@@ -109,7 +109,11 @@ pub fn with_cache(load: &Load, read_hit: f64) -> (Load, f64) {
     let hits = rf * read_hit.clamp(0.0, 1.0);
     let remaining = 1.0 - hits;
     let mut l = load.clone();
-    l.read_fraction = if remaining > 0.0 { (rf - hits) / remaining } else { 0.0 };
+    l.read_fraction = if remaining > 0.0 {
+        (rf - hits) / remaining
+    } else {
+        0.0
+    };
     l.rate_iops = load.rate_iops.map(|r| r * remaining);
     l.queue = load.queue.map(|q| (q * remaining).max(1.0));
     (l, hits)
