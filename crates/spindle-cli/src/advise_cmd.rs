@@ -54,7 +54,8 @@ pub struct AdviseArgs {
     /// with a host LRU cache of the same price.
     #[arg(long, value_name = "M")]
     memory_cost: Option<f64>,
-    /// Candidates simulated (the best by the models).
+    /// Candidates simulated: the best K by the models, plus the best of each family not
+    /// among them.
     #[arg(long, default_value_t = 8, value_name = "K")]
     top: usize,
     /// One JSON object instead of a table.
@@ -162,6 +163,8 @@ fn trace_load(
         queue: None,
         rate_iops: Some(iops),
         arrival_cv2: cv2,
+        window_counts: c.window_counts.clone(),
+        window_ms: spindle::workload::trace::characterise::FLUID_WINDOW_MS as f64,
     };
     Ok((load, c, iops))
 }
@@ -179,6 +182,7 @@ fn workload(args: &AdviseArgs, quiet: bool) -> Result<Workload> {
             (None, None) => 1.0,
         };
         load.rate_iops = Some(iops * x);
+        load.window_ms /= x;
         let abs = std::fs::canonicalize(path).with_context(|| path.display().to_string())?;
         let format = args
             .format
@@ -225,6 +229,8 @@ fn workload(args: &AdviseArgs, quiet: bool) -> Result<Workload> {
         queue: None,
         rate_iops: None,
         arrival_cv2: 1.0,
+        window_counts: Vec::new(),
+        window_ms: 0.0,
     };
     let mut characterisation = None;
     let mut trace_iops = None;
@@ -254,6 +260,7 @@ fn workload(args: &AdviseArgs, quiet: bool) -> Result<Workload> {
             sets.push(format!("workload.trace.speedup={}", speedup_text(x)?));
             load = Load {
                 rate_iops: Some(iops * x),
+                window_ms: l.window_ms / x,
                 ..l
             };
             characterisation = Some(c);
@@ -452,15 +459,25 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
     let n_candidates = all.len();
     let ranked = rank(&disk, &w.load, all, target.metric);
 
-    // The best K that the configuration check accepts.
+    // The best K that the configuration check accepts, and the best of every family not
+    // among them: where the models misjudge a family as a whole (a bursty trace's mirrors
+    // balance their queues; docs/advise.md), its best still gets simulated.
     let mut refused = Vec::new();
     let mut todo = Vec::new();
+    let mut families = Vec::new();
     for (i, r) in ranked.iter().enumerate() {
-        if todo.len() == args.top {
-            break;
+        let family = r.candidate.family;
+        let top = todo.len() < args.top;
+        if !top && families.contains(&family) {
+            continue;
         }
         match point(&w, &r.candidate) {
-            Ok(exp) => todo.push((i + 1, r, exp)),
+            Ok(exp) => {
+                todo.push((i + 1, r, exp));
+                if !families.contains(&family) {
+                    families.push(family);
+                }
+            }
             Err(why) => refused.push((r.candidate.label(), why)),
         }
     }
@@ -481,7 +498,21 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
     // The smallest disk count whose best predicted candidate meets the target, simulated.
     let mut smallest = None;
     if let Some(goal) = target.ms {
-        for &n in &counts {
+        // Disk counts whose best prediction meets the goal (within 20 %: the models' spread),
+        // fewest first; at most 3 tried, the best 2 candidates of each.
+        let hopeful: Vec<u32> = counts
+            .iter()
+            .copied()
+            .filter(|&n| {
+                ranked.iter().any(|r| {
+                    r.candidate.disks == n
+                        && !r.prediction.saturated
+                        && target.metric.of(&r.prediction) <= goal * 1.2
+                })
+            })
+            .take(3)
+            .collect();
+        for &n in &hopeful {
             let cand = ranked
                 .iter()
                 .enumerate()
@@ -664,7 +695,7 @@ fn table(a: &Advice) -> String {
         }
     ));
     t.push_str(&format!(
-        "{} candidates on {} disk count(s), drive {}; the best {} by the models simulated:\n\n",
+        "{} candidates on {} disk count(s), drive {}; {} simulated (the models' best, and the best of each family):\n\n",
         a.candidates,
         a.disks.len(),
         a.drive,

@@ -12,7 +12,7 @@
 
 use serde::Serialize;
 
-use super::queueing::{array_iops, kingman_wait_ms, look_divisor, wait_p99_ms};
+use super::queueing::{array_iops, fluid_wait_ms, kingman_wait_ms, look_divisor, wait_p99_ms};
 use super::{ew, mirror, sr_array, DiskModel};
 
 /// A layout family the engine simulates and the advisor enumerates.
@@ -153,6 +153,12 @@ pub struct Load {
     /// Timed arrivals: squared coefficient of variation of the inter-arrival gaps (1 for a
     /// Poisson stream; a bursty trace has more).
     pub arrival_cv2: f64,
+    /// Timed arrivals from a trace: arrivals per consecutive window of `window_ms`, at the
+    /// replayed rate (empty: no bursts beyond the CV).
+    #[serde(skip)]
+    pub window_counts: Vec<u32>,
+    #[serde(skip)]
+    pub window_ms: f64,
 }
 
 /// What the models predict for one candidate.
@@ -306,6 +312,8 @@ pub fn predict(d: &DiskModel, c: &Candidate, load: &Load) -> Prediction {
             let ca2 = per_disk_share * load.arrival_cv2 + 1.0 - per_disk_share;
             match kingman_wait_ms(rho, service_op, ca2, cs2) {
                 Some(wq) => {
+                    // Bursts beyond the CV: a fluid queue at the array's capacity.
+                    let wq = wq + fluid_wait_ms(&load.window_counts, load.window_ms, max_iops);
                     // The cached writes of RAID-5 do not wait for the disks.
                     let waiting = if c.family == Family::Raid5 { rf } else { 1.0 };
                     Prediction {

@@ -193,6 +193,8 @@ fn predictions_saturate_past_the_arrays_throughput() {
         queue: None,
         rate_iops: Some(rate),
         arrival_cv2: 1.0,
+        window_counts: Vec::new(),
+        window_ms: 0.0,
     };
     let low = predict::predict(&D, &c, &load(50.0));
     assert!(!low.saturated && low.utilization < 0.5 && low.mean_ms.is_finite());
@@ -201,4 +203,15 @@ fn predictions_saturate_past_the_arrays_throughput() {
     // Latency rises with the rate.
     let mid = predict::predict(&D, &c, &load(low.max_iops * 0.7));
     assert!(mid.mean_ms > low.mean_ms);
+}
+
+#[test]
+fn a_burst_above_capacity_waits_in_the_fluid_queue() {
+    // 100 IOPS of capacity, 10 ms windows: a steady 1 per window never waits; 10 arrivals
+    // in one window then none leave a backlog of 9 served over the next 9 windows.
+    assert_eq!(queueing::fluid_wait_ms(&[1; 100], 10.0, 100.0), 0.0);
+    let mut burst = vec![10u32];
+    burst.extend([0; 20]);
+    // The burst's window: backlog 0 → 9, mean 4.5 requests = 45 ms for each of the 10.
+    assert!((queueing::fluid_wait_ms(&burst, 10.0, 100.0) - 45.0).abs() < 1e-9);
 }

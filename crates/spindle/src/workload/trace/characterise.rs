@@ -48,7 +48,14 @@ pub struct Characterisation {
     /// go to the disks, dissertation 4.3).
     pub read_accesses: u64,
     pub read_reuse: Vec<ReuseBucket>,
+    /// Arrivals per consecutive [`FLUID_WINDOW_MS`] window (for the advisor's burst model;
+    /// not printed).
+    #[serde(skip)]
+    pub window_counts: Vec<u32>,
 }
+
+/// The window of [`Characterisation::window_counts`].
+pub const FLUID_WINDOW_MS: u64 = 10;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Burstiness {
@@ -256,8 +263,25 @@ impl CharacteriseBuilder {
             reuse: buckets(&self.reuse),
             read_accesses: self.read_accesses,
             read_reuse: buckets(&self.read_reuse),
+            window_counts: window_counts(&self.arrivals_ns, FLUID_WINDOW_MS),
         }
     }
+}
+
+fn window_counts(arrivals: &[u64], ms: u64) -> Vec<u32> {
+    let (Some(&lo), Some(&hi)) = (arrivals.iter().min(), arrivals.iter().max()) else {
+        return Vec::new();
+    };
+    let w = ms * 1_000_000;
+    let n = (hi - lo) / w + 1;
+    if n > 10_000_000 {
+        return Vec::new();
+    }
+    let mut counts = vec![0u32; n as usize];
+    for &a in arrivals {
+        counts[((a - lo) / w) as usize] += 1;
+    }
+    counts
 }
 
 fn burstiness(arrivals: &[u64]) -> Vec<Burstiness> {
