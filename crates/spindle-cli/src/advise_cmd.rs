@@ -110,8 +110,6 @@ struct Workload {
     base: Option<PathBuf>,
     load: Load,
     characterisation: Option<Characterisation>,
-    /// The trace's own mean rate (before a speed-up).
-    trace_iops: Option<f64>,
 }
 
 /// A speed-up as the trace key takes it: a decimal with at most 9 decimals.
@@ -203,7 +201,6 @@ fn workload(args: &AdviseArgs, quiet: bool) -> Result<Workload> {
             base: None,
             load,
             characterisation: Some(c),
-            trace_iops: Some(iops),
         });
     }
     let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
@@ -233,7 +230,6 @@ fn workload(args: &AdviseArgs, quiet: bool) -> Result<Workload> {
         window_ms: 0.0,
     };
     let mut characterisation = None;
-    let mut trace_iops = None;
     match w.kind {
         WorkloadKind::Closed => load.queue = Some(f64::from(w.queue_depth)),
         WorkloadKind::Open => {
@@ -264,7 +260,6 @@ fn workload(args: &AdviseArgs, quiet: bool) -> Result<Workload> {
                 ..l
             };
             characterisation = Some(c);
-            trace_iops = Some(iops);
         }
         other => bail!(
             "{}: workload.kind = {other:?}: advise takes closed, open and trace workloads",
@@ -277,7 +272,6 @@ fn workload(args: &AdviseArgs, quiet: bool) -> Result<Workload> {
         base,
         load,
         characterisation,
-        trace_iops,
     })
 }
 
@@ -623,8 +617,6 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
         }
         _ => None,
     };
-    let simulated_requests: u64 = 0;
-    let _ = simulated_requests;
     if !quiet {
         eprintln!(
             "advised in {:.1} s: {} candidates ranked, {} simulated on {} threads",
@@ -648,7 +640,6 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
         memory,
         characterisation: w.characterisation.clone(),
     };
-    let _ = w.trace_iops;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &advice)?;

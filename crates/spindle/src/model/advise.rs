@@ -43,12 +43,12 @@ impl Metric {
 pub fn candidates(disks: u32, dr_max: u32) -> Vec<Candidate> {
     let mut out = Vec::new();
     for dm in 1..=DM_MAX.min(disks) {
-        if disks % dm != 0 {
+        if !disks.is_multiple_of(dm) {
             continue;
         }
         let per = disks / dm;
         for dr in 1..=dr_max.min(per) {
-            if per % dr == 0 {
+            if per.is_multiple_of(dr) {
                 out.push(Candidate::sr(per / dr, dr, dm));
             }
         }
@@ -63,7 +63,7 @@ pub fn candidates(disks: u32, dr_max: u32) -> Vec<Candidate> {
         if disks <= 10 {
             out.push(Candidate::raid5(disks, disks));
         }
-        if disks % 5 == 0 && disks > 5 {
+        if disks.is_multiple_of(5) && disks > 5 {
             out.push(Candidate::raid5(disks, 5));
         }
     }

@@ -29,7 +29,7 @@ pub fn best_shape(
     assert!(disks >= 1, "at least one disk");
     let mut best: Option<(u32, u32, f64)> = None;
     for dr in 1..=disks.min(dr_max.max(1)) {
-        if disks % dr != 0 {
+        if !disks.is_multiple_of(dr) {
             continue;
         }
         let ds = disks / dr;

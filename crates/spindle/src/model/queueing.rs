@@ -124,7 +124,7 @@ pub fn wait_p99_ms(rho: f64, wait_ms: f64) -> f64 {
 /// inter-arrival CV of Kingman's formula misses: a trace whose rate stays above the array's
 /// capacity for whole seconds (e.g. a peak-to-mean of 3.4 over 1 s windows).
 pub fn fluid_wait_ms(counts: &[u32], window_ms: f64, capacity_iops: f64) -> f64 {
-    if counts.is_empty() || !(capacity_iops > 0.0) {
+    if counts.is_empty() || capacity_iops.is_nan() || capacity_iops <= 0.0 {
         return 0.0;
     }
     let serve = capacity_iops * window_ms / 1000.0;

@@ -293,7 +293,7 @@ fn burstiness(arrivals: &[u64]) -> Vec<Burstiness> {
         .filter_map(|&ms| {
             let w = ms * 1_000_000;
             let windows = (hi - lo) / w + 1;
-            if windows < 2 || windows > 50_000_000 {
+            if !(2..=50_000_000).contains(&windows) {
                 return None;
             }
             let mut counts = vec![0u64; usize::try_from(windows).ok()?];
