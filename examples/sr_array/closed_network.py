@@ -18,9 +18,10 @@ Eq. 2.45 instead multiplies eq. 2.42's rate by D [1 - (1 - 1/D)^Q] busy disks (e
 Q requests placed independently: 0.3 % idle for 6 disks at Q = 32); in a closed loop the
 requests pile up on the busiest disks and at Q = 32 a disk is idle 2-17 % of the time here.
 
-`crates/spindle/tests/array_models.rs` ports this computation exactly (same generator, same
-order of operations, so the same numbers) and holds spindle's RLOOK simulation to within 5 %
-of it. Run:
+`spindle::model::queueing::ClosedNetwork` (crates/spindle/src/model/queueing.rs) is this
+computation in Rust (same generator, same order of operations, so the same numbers:
+`crates/spindle/tests/array_models.rs` checks it against this script's output and holds
+spindle's RLOOK simulation to within 5 % of it). Run:
 
     python3 examples/sr_array/closed_network.py
 """

@@ -3,6 +3,7 @@
 //! Errors print as `spindle: <what>: <why>` on stderr and exit with status 2; a closed pipe
 //! on stdout exits quietly.
 
+mod advise_cmd;
 mod bench;
 mod burst_cmd;
 mod calibrate_cmd;
@@ -41,6 +42,9 @@ enum Cmd {
     /// Run a power-aware disaster-recovery secondary (an experiment with workload.kind =
     /// "dr": deferred, compacted application of a forwarded update stream; docs/dr.md).
     Dr(run_cmd::RunArgs),
+    /// Which array, and how many disks, for a workload: candidates ranked by the models,
+    /// the best simulated (docs/advise.md).
+    Advise(advise_cmd::AdviseArgs),
     /// Run an experiment over the product of its [[axis]] tables, one row per point.
     Sweep(sweep_cmd::SweepArgs),
     /// The shortest burst that overflows a write cache (parity arrays, process groups).
@@ -71,6 +75,7 @@ fn main() {
         Cmd::Run(args) => run_cmd::run(args, cli.quiet),
         Cmd::Dr(args) => run_cmd::run_dr(args, cli.quiet),
         Cmd::Sweep(args) => sweep_cmd::run(args, cli.quiet),
+        Cmd::Advise(args) => advise_cmd::run(args, cli.quiet),
         Cmd::Burst(args) => burst_cmd::run(args, cli.quiet),
         Cmd::Drives(cmd) => drives_cmd::run(cmd),
         Cmd::Trace(cmd) => trace_cmd::run(cmd, cli.quiet),

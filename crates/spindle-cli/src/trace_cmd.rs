@@ -17,8 +17,11 @@ use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use spindle::workload::trace::{
-    self, stats::TraceStats, Compression, DeviceSet, SpeedUp, StatsBuilder, TraceError,
-    TraceFormat, TraceIterExt, TraceRecord, TraceWriter,
+    self,
+    characterise::{Characterisation, CharacteriseBuilder},
+    stats::TraceStats,
+    Compression, DeviceSet, SpeedUp, StatsBuilder, TraceError, TraceFormat, TraceIterExt,
+    TraceRecord, TraceWriter,
 };
 
 #[derive(Subcommand)]
@@ -26,6 +29,10 @@ pub enum TraceCmd {
     /// Summarise a trace: requests, time span, read share, sizes, addresses, inter-arrival
     /// times, sequentiality, seek locality L, per-device breakdown.
     Stats(StatsArgs),
+    /// The workload parameters the array models need (docs/advise.md): p, seek locality L,
+    /// sizes, arrival rate and burstiness, read-after-write and overwrite shares, working set
+    /// and LRU reuse distances.
+    Characterise(StatsArgs),
     /// Convert a trace to another format, optionally keeping some devices, concatenating them
     /// into one logical data set, sorting by time and speeding it up.
     Convert(ConvertArgs),
@@ -81,6 +88,7 @@ pub struct ConvertArgs {
 pub fn run(cmd: TraceCmd, quiet: bool) -> anyhow::Result<()> {
     match cmd {
         TraceCmd::Stats(args) => stats(&args, quiet),
+        TraceCmd::Characterise(args) => characterise(&args, quiet),
         TraceCmd::Convert(args) => convert(&args, quiet),
         TraceCmd::Formats => formats(),
     }
@@ -89,10 +97,10 @@ pub fn run(cmd: TraceCmd, quiet: bool) -> anyhow::Result<()> {
 // ---------------------------------------------------------------------------------------------
 // Input
 
-type Records = Box<dyn Iterator<Item = Result<TraceRecord, TraceError>>>;
+pub(crate) type Records = Box<dyn Iterator<Item = Result<TraceRecord, TraceError>>>;
 
 /// A byte-progress bar over the input file, hidden when quiet or when stderr is not a terminal.
-fn progress(len: u64, quiet: bool, what: &str) -> ProgressBar {
+pub(crate) fn progress(len: u64, quiet: bool, what: &str) -> ProgressBar {
     let pb = ProgressBar::new(len);
     if quiet || !io::stderr().is_terminal() {
         pb.set_draw_target(ProgressDrawTarget::hidden());
@@ -108,14 +116,18 @@ fn progress(len: u64, quiet: bool, what: &str) -> ProgressBar {
     pb
 }
 
-struct Opened {
-    format: TraceFormat,
-    compression: Compression,
-    records: Records,
+pub(crate) struct Opened {
+    pub format: TraceFormat,
+    pub compression: Compression,
+    pub records: Records,
 }
 
 /// Opens `path`, decompresses it if needed, and detects its format unless given.
-fn open_trace(path: &Path, format: Option<TraceFormat>, pb: &ProgressBar) -> Result<Opened> {
+pub(crate) fn open_trace(
+    path: &Path,
+    format: Option<TraceFormat>,
+    pb: &ProgressBar,
+) -> Result<Opened> {
     const READ_BUF_BYTES: usize = 256 * 1024;
     let name = path.display().to_string();
     let file = File::open(path).with_context(|| name.clone())?;
@@ -138,7 +150,7 @@ fn open_trace(path: &Path, format: Option<TraceFormat>, pb: &ProgressBar) -> Res
 }
 
 /// Turns a trace error into one naming the file.
-fn at(path: &Path) -> impl Fn(TraceError) -> anyhow::Error + '_ {
+pub(crate) fn at(path: &Path) -> impl Fn(TraceError) -> anyhow::Error + '_ {
     move |e| anyhow::Error::new(e).context(path.display().to_string())
 }
 
@@ -152,17 +164,27 @@ struct StatsReport<'a> {
     compression: &'a str,
     #[serde(flatten)]
     stats: &'a TraceStats,
+    /// With `--json`: the workload parameters of `trace characterise`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    characterisation: Option<&'a Characterisation>,
 }
 
 fn stats(args: &StatsArgs, quiet: bool) -> Result<()> {
     let pb = progress(0, quiet, "reading");
     let opened = open_trace(&args.file, args.format, &pb)?;
     let mut builder = StatsBuilder::new();
+    // The characterisation (reuse distances) costs memory per access: JSON only.
+    let mut chars = args.json.then(CharacteriseBuilder::new);
     for r in opened.records {
-        builder.push(&r.map_err(at(&args.file))?);
+        let r = r.map_err(at(&args.file))?;
+        builder.push(&r);
+        if let Some(c) = chars.as_mut() {
+            c.push(&r);
+        }
     }
     pb.finish_and_clear();
     let stats = builder.finish();
+    let characterisation = chars.map(CharacteriseBuilder::finish);
     if stats.requests == 0 {
         let hint = if args.format.is_some() {
             " (is it in another format? without --format it is detected)"
@@ -187,6 +209,7 @@ fn stats(args: &StatsArgs, quiet: bool) -> Result<()> {
             format: opened.format,
             compression,
             stats: &stats,
+            characterisation: characterisation.as_ref(),
         };
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
@@ -199,6 +222,115 @@ fn stats(args: &StatsArgs, quiet: bool) -> Result<()> {
 }
 
 /// `1234567` → `1,234,567`.
+/// `trace characterise FILE [--json]`: the stats' model inputs and the characterisation.
+fn characterise(args: &StatsArgs, quiet: bool) -> Result<()> {
+    let (stats, c, _) = characterise_file(&args.file, args.format, quiet)?;
+    let mut out = io::stdout().lock();
+    if args.json {
+        let v = serde_json::json!({
+            "path": args.file.display().to_string(),
+            "requests": stats.requests,
+            "p_read_fraction": c.read_fraction,
+            "seek_locality": stats.seek_locality,
+            "size": stats.size,
+            "mean_iops": stats.time.as_ref().and_then(|t| t.mean_iops),
+            "interarrival": stats.interarrival,
+            "characterisation": c,
+        });
+        serde_json::to_writer_pretty(&mut out, &v)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(characterise_table(&args.file.display().to_string(), &stats, &c).as_bytes())?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Reads `path` once into its stats and characterisation (and its detected format).
+pub(crate) fn characterise_file(
+    path: &Path,
+    format: Option<TraceFormat>,
+    quiet: bool,
+) -> Result<(TraceStats, Characterisation, TraceFormat)> {
+    let pb = progress(0, quiet, "reading");
+    let opened = open_trace(path, format, &pb)?;
+    let mut builder = StatsBuilder::new();
+    let mut chars = CharacteriseBuilder::new();
+    for r in opened.records {
+        let r = r.map_err(at(path))?;
+        builder.push(&r);
+        chars.push(&r);
+    }
+    pb.finish_and_clear();
+    let stats = builder.finish();
+    if stats.requests == 0 {
+        return Err(anyhow!(
+            "{}: no requests read as {}",
+            path.display(),
+            opened.format
+        ));
+    }
+    Ok((stats, chars.finish(), opened.format))
+}
+
+fn characterise_table(path: &str, s: &TraceStats, c: &Characterisation) -> String {
+    let mut t = String::new();
+    let mut row = |k: &str, v: String| t.push_str(&format!("{k:<34}{v}\n"));
+    row("trace", path.to_string());
+    row("requests", thousands(s.requests));
+    row("p (reads / requests)", format!("{:.3}", c.read_fraction));
+    row("seek locality L (table 4.2)", opt(s.seek_locality, 2));
+    if let Some(z) = &s.size {
+        row(
+            "request size mean / p50 / max",
+            format!(
+                "{} / {} / {}",
+                human_bytes(z.mean_bytes),
+                human_bytes(z.p50_bytes as f64),
+                human_bytes(z.max_bytes as f64)
+            ),
+        );
+    }
+    row(
+        "arrival rate",
+        opt(s.time.as_ref().and_then(|t| t.mean_iops), 1) + " IOPS",
+    );
+    row(
+        "inter-arrival CV",
+        opt(s.interarrival.as_ref().and_then(|i| i.cv), 2),
+    );
+    for b in &c.burstiness {
+        row(
+            &format!("burstiness, {} ms windows", b.window_ms),
+            format!(
+                "dispersion {:.2}, peak/mean {:.1}",
+                b.dispersion, b.peak_to_mean
+            ),
+        );
+    }
+    row(
+        "read after write (< 1 h)",
+        format!("{:.1} % of requests", c.read_after_write_pct),
+    );
+    row("overwrites", format!("{:.1} % of writes", c.overwrite_pct));
+    row(
+        "working set (4 KiB blocks)",
+        format!(
+            "{} ({})",
+            thousands(c.working_set_blocks),
+            human_bytes(c.working_set_bytes as f64)
+        ),
+    );
+    for frac in [0.01, 0.1, 0.5] {
+        let blocks = (c.working_set_blocks as f64 * frac).max(1.0);
+        row(
+            &format!("LRU read hits, cache {:.0} % of set", frac * 100.0),
+            format!("{:.1} %", c.read_hit_ratio(blocks) * 100.0),
+        );
+    }
+    t
+}
+
 fn thousands(v: impl Into<u128>) -> String {
     let s = v.into().to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);

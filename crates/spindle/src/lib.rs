@@ -17,6 +17,7 @@ pub mod ew;
 pub mod fuzzing;
 pub mod layout;
 pub mod metrics;
+pub mod model;
 pub mod paged;
 pub mod raid5;
 pub mod sched;

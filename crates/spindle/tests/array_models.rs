@@ -7,6 +7,10 @@ use common::*;
 
 use spindle::config::Experiment;
 use spindle::metrics::Report;
+use spindle::model::{queueing, sr_array, DiskModel};
+
+/// Table 4.1's drive as the models see it (the same S, R, To and Two as `common`).
+const DISK: DiskModel = DiskModel::ST39133LWV;
 
 /// A closed-loop random 4 KiB workload on an SR-Mirror `ds` x `dr` x `dm` of ST39133LWVs
 /// holding one disk's worth of data (the dissertation's setting), with extra `--set`s.
@@ -37,7 +41,7 @@ fn eq_2_19_read_latency_of_sr_arrays() {
                     ("workload.read_fraction", "1.0"),
                 ],
             );
-            let model = S / (3.0 * f64::from(ds)) + R / (2.0 * f64::from(dr)) + TO;
+            let model = sr_array::read_ms(&DISK, f64::from(ds), dr, 1.0);
             let got = r.latency.all.mean_ms;
             assert!(
                 (got / model - 1.0).abs() < 0.05,
@@ -66,12 +70,7 @@ fn eq_2_26_latency_against_read_fraction() {
                     ("array.writes", "\"foreground\""),
                 ],
             );
-            let (ds, dr) = (f64::from(ds), f64::from(dr));
-            let model = S / (3.0 * ds)
-                + p * R / (2.0 * dr)
-                + (1.0 - p) * (R - R / (2.0 * dr))
-                + TO
-                + (1.0 - p) * TWO;
+            let model = sr_array::mixed_with_two_ms(&DISK, f64::from(ds), dr, p, 1.0 - p, 1.0);
             let got = r.latency.all.mean_ms;
             assert!(
                 (got / model - 1.0).abs() < 0.05,
@@ -153,8 +152,8 @@ fn write_throughput_striping_beats_sr_array_beats_raid10() {
 fn rlook_model_iops(ds: u32, dr: u32, q_total: u32) -> f64 {
     let d = f64::from(ds * dr);
     let q = f64::from(q_total) / d;
-    let t1 = S / ((1.5 * q + 1.0 + 0.5 / q) * f64::from(ds)) + R / (2.0 * f64::from(dr)) + TO;
-    d * (1.0 - (1.0 - 1.0 / d).powi(q_total as i32)) / t1 * 1000.0
+    let t1 = queueing::t1_rlook_ms(&DISK, f64::from(ds), dr, q, 1.0, 1.0);
+    queueing::array_iops(d, f64::from(q_total), t1)
 }
 
 /// Fig. 4.6's configurations: 6, 8 and 12 disks, Dr = 1 up to the drive's limit of 6.
@@ -214,165 +213,22 @@ fn rlook_throughput_at_q8_follows_eqs_2_44_2_45() {
     }
 }
 
-/// The model of `examples/sr_array/closed_network.py`, ported operation for operation so
-/// that it gives the same numbers: eq. 2.42's per-disk service law (with the disk's current
-/// queue length q) plus the request's 4 KiB media transfer, in a closed network where each
-/// completion sends a new request to a uniformly random disk.
+/// The model of `examples/sr_array/closed_network.py`, now `spindle::model::queueing::
+/// ClosedNetwork`: eq. 2.42's per-disk service law (with the disk's current queue length q)
+/// plus the request's 4 KiB media transfer, in a closed network where each completion sends
+/// a new request to a uniformly random disk; on the simulated drive's zones with table 4.1's
+/// S, R and To (the script's constants).
 mod closed_network {
-    use super::{R, S, TO};
+    use spindle::model::queueing::ClosedNetwork;
+    use spindle::model::DiskModel;
 
-    /// spindle's ST39133LWV zones, outer first: (cylinders, sectors per track).
-    pub const ZONES: [(u32, u32); 10] = [
-        (978, 364),
-        (978, 350),
-        (977, 337),
-        (977, 323),
-        (977, 310),
-        (977, 296),
-        (977, 283),
-        (977, 269),
-        (977, 256),
-        (977, 242),
-    ];
-    pub const SURFACES: u32 = 6;
-    /// Sectors of a 4 KiB request.
-    const BLOCK: f64 = 8.0;
-    const COMPLETIONS: u32 = 200_000;
-
-    struct SplitMix64(u64);
-
-    impl SplitMix64 {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-
-        /// Uniform in 0..n.
-        fn below(&mut self, n: usize) -> usize {
-            let wide = u128::from(self.next()) * n as u128;
-            usize::try_from(wide >> 64).expect("below n")
-        }
-
-        /// Uniform in [0, 1), 53 bits.
-        fn unit(&mut self) -> f64 {
-            (self.next() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-        }
-    }
-
-    fn capacity_sectors() -> u64 {
-        ZONES
-            .iter()
-            .map(|&(c, spt)| u64::from(c * SURFACES * spt))
-            .sum()
-    }
-
-    /// Media transfer (ms) of a 4 KiB request at fraction `u` of the band (outer 1/Ds).
-    fn transfer_ms(u: f64, ds: u32) -> f64 {
-        let mut pos = u * capacity_sectors() as f64 / f64::from(ds);
-        for &(cylinders, spt) in &ZONES {
-            let n = f64::from(cylinders * SURFACES * spt);
-            if pos < n {
-                return BLOCK * R / f64::from(spt);
-            }
-            pos -= n;
-        }
-        BLOCK * R / f64::from(ZONES[ZONES.len() - 1].1)
-    }
-
-    /// The network's state: the generator, each disk's queue length (with the request in
-    /// service) and the completion time of the request it serves (None when idle).
-    struct Network {
-        ds: u32,
-        dr: u32,
-        rnd: SplitMix64,
-        queued: Vec<u32>,
-        done: Vec<Option<f64>>,
-    }
-
-    impl Network {
-        /// Disk `d` starts its next request at `now` (the script's start()).
-        fn start(&mut self, d: usize, now: f64) {
-            assert!(self.queued[d] > 0 && self.done[d].is_none());
-            let q = f64::from(self.queued[d]);
-            let seek = S / ((1.5 * q + 1.0 + 0.5 / q) * f64::from(self.ds));
-            let rotation = self.rnd.unit() * (R / f64::from(self.dr));
-            let xfer = transfer_ms(self.rnd.unit(), self.ds);
-            self.done[d] = Some(now + (seek + rotation + TO + xfer));
-        }
-
-        /// The earliest completion, the lowest disk on a tie (the script's min()).
-        fn next_completion(&self) -> (usize, f64) {
-            let mut next: Option<(usize, f64)> = None;
-            for (e, t) in self.done.iter().enumerate() {
-                if let Some(t) = *t {
-                    if next.is_none_or(|(_, best)| t < best) {
-                        next = Some((e, t));
-                    }
-                }
-            }
-            next.expect("a closed network always has a busy disk")
-        }
-    }
-
-    /// (mean disk utilisation, IOPS) of the network for a `ds` x `dr` array and `q_total`
-    /// requests, seed 1 (the script's simulate()).
+    /// (mean disk utilisation, IOPS) for a `ds` x `dr` array and `q_total` requests, 200,000
+    /// completions, seed 1 (the script's simulate()).
     pub fn simulate(ds: u32, dr: u32, q_total: u32) -> (f64, f64) {
-        let disks = usize::try_from(ds * dr).expect("disks fit usize");
-        assert!(disks > 0 && q_total > 0);
-        let mut net = Network {
-            ds,
-            dr,
-            rnd: SplitMix64(1),
-            queued: vec![0; disks],
-            done: vec![None; disks],
-        };
-        for _ in 0..q_total {
-            let d = net.rnd.below(disks);
-            net.queued[d] += 1;
-        }
-        for d in 0..disks {
-            if net.queued[d] > 0 {
-                net.start(d, 0.0);
-            }
-        }
-        let (mut idle, mut last) = (0.0, 0.0);
-        for _ in 0..COMPLETIONS {
-            let (d, now) = net.next_completion();
-            let idle_disks = net.done.iter().filter(|t| t.is_none()).count();
-            idle += f64::from(u32::try_from(idle_disks).expect("few disks")) * (now - last);
-            last = now;
-            net.done[d] = None;
-            net.queued[d] -= 1;
-            let nd = net.rnd.below(disks);
-            net.queued[nd] += 1;
-            if nd != d && net.done[nd].is_none() {
-                net.start(nd, now);
-            }
-            if net.queued[d] > 0 {
-                net.start(d, now);
-            }
-        }
-        let disks_f = f64::from(ds * dr);
-        (
-            1.0 - idle / (disks_f * last),
-            f64::from(COMPLETIONS) / last * 1000.0,
-        )
-    }
-
-    /// The zone table above is the simulated drive's.
-    pub fn zones_match_the_drive() {
         let drive = spindle::drive::builtin_drive("st39133lwv").expect("built-in drive");
-        let g = drive.geometry();
-        assert_eq!(g.surfaces(), SURFACES);
-        assert_eq!(g.zone_count(), ZONES.len());
-        for (i, &(cylinders, spt)) in ZONES.iter().enumerate() {
-            let (first, last, got_spt) = g.zone_bounds(i);
-            assert_eq!((last - first + 1, got_spt), (cylinders, spt), "zone {i}");
-        }
-        assert_eq!(g.capacity_sectors(), capacity_sectors());
+        let mut net = ClosedNetwork::of(&drive, 8.0);
+        net.disk = DiskModel::ST39133LWV;
+        net.simulate(ds, dr, q_total, 200_000, 1)
     }
 }
 
@@ -381,7 +237,6 @@ mod closed_network {
 /// 746.6 for 1x6 at Q = 8), on the simulated drive's zones. Bound: the script's rounding.
 #[test]
 fn closed_network_port_gives_the_scripts_numbers() {
-    closed_network::zones_match_the_drive();
     for (ds, dr, q, util_py, iops_py) in [
         (6, 1, 32, 0.929, 918.4),
         (3, 4, 32, 0.864, 2424.2),

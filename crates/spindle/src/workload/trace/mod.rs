@@ -44,6 +44,7 @@ use std::str::FromStr;
 use crate::{Nanos, Op};
 
 pub mod blkparse;
+pub mod characterise;
 pub mod cloud;
 pub mod detect;
 pub mod disksim;
