@@ -175,7 +175,7 @@ pub fn calibrate(
     }
     if !m.skews_done {
         let zones = m.zones.as_mut().expect("zones measured");
-        (p.events)(Event::Stage("skews", 48 + zones.len() as u64));
+        (p.events)(Event::Stage("skews", 48 + 32 * zones.len() as u64));
         m.surfaces = layout::skews(&mut p, zones)?;
         m.skews_done = true;
         lap(&mut m, "skews", &mut since);
