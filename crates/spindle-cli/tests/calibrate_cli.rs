@@ -124,7 +124,10 @@ fn blind_calibration_recovers_rotation_and_zones() {
         let _ = server.kill();
         let _ = server.wait();
         let err = stderr(&o);
-        eprintln!("{err}\ncalibration took {:.1} s", start.elapsed().as_secs_f64());
+        eprintln!(
+            "{err}\ncalibration took {:.1} s",
+            start.elapsed().as_secs_f64()
+        );
         if o.status.success() {
             break std::fs::read_to_string(&out).expect("drive file written");
         }
@@ -188,6 +191,9 @@ fn blind_calibration_recovers_rotation_and_zones() {
         );
     }
     assert!(got.provenance["rpm"].contains("measured"));
+    // cheetah9lp waits for a run's first sector: measured so, not assumed.
+    assert!(!got.zero_latency);
+    assert!(got.provenance["zero_latency"].contains("measured off"));
     // The minimum read time grows with the distance (its accuracy, which the host's load
     // moves, is measured in docs/calibrate.md, not asserted here).
     let spindle::drive::SeekSpec::Table { points, .. } = &got.seek else {
@@ -196,6 +202,42 @@ fn blind_calibration_recovers_rotation_and_zones() {
     let first = points.first().expect("points").1;
     let last = points.last().expect("points").1;
     assert!(first > 0.3 && last > 3.0 * first, "seek table {points:?}");
+}
+
+/// A zero-latency drive (`atlas10kv`, which reads a run from where the head lands) is told
+/// from the timing and refused by name — the layout scan's primitive does not hold on it —
+/// rather than scanned into a wrong model. The shortfall is the head's landing offset in
+/// the run (~0.5 ms here), far over the noise threshold (6 sigma, under 0.4 ms at the
+/// noise the scan accepts); a refusal for measured noise is also honest.
+#[test]
+fn a_zero_latency_drive_is_detected_and_refused() {
+    let dir = workdir();
+    let exp = setup(dir.path(), "atlas10kv", 0.02, 0.01);
+    let mut server = serve(&exp, dir.path());
+    let out = dir.path().join("cal.toml");
+    let o = spindle(&[
+        "calibrate",
+        &uri(dir.path()),
+        "-o",
+        out.to_str().unwrap(),
+        "--zones",
+        "1",
+        "--no-seek",
+        "--rotation-secs",
+        "1",
+        "--realtime",
+        "--quiet",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("zero-latency access detected")
+            || refused_for_measured_noise(&err, 60e9 / 10_000.0),
+        "{err}"
+    );
+    assert!(!out.exists(), "no drive file for a refused target");
 }
 
 #[test]

@@ -69,6 +69,23 @@ pub fn track_at(p: &mut Probe, start: u64) -> Result<Track, CalibError> {
             }
         } else {
             let ex = d - period - f64::from(n - 1) * slope;
+            // Zero-latency access: a run the head lands inside is read from there and ends
+            // a revolution after landing, however long — so a longer read comes back sooner
+            // than its sectors at the shorter reads' pace, which no read that waits for its
+            // first sector does (the delays the host adds only lengthen it). Confirmed once.
+            if ex < -thr && p.after_pass(start, n, 5)? - period - f64::from(n - 1) * slope < -thr {
+                return Err(CalibError::ZeroLatency {
+                    target: p.target.describe(),
+                    msg: format!(
+                        "a read of {n} sectors at LBA {start} after a pass took {:.1} µs, \
+                         {:.1} µs less than {n} sectors at the {:.2} µs sector time the \
+                         shorter reads gave",
+                        d / 1e3,
+                        -ex / 1e3,
+                        slope / 1e3
+                    ),
+                });
+            }
             if ex > thr {
                 hi = Some(n);
             } else {

@@ -38,6 +38,12 @@ pub enum CalibError {
     Target(#[from] target::TargetError),
     #[error("{target}: too noisy to calibrate: {msg}")]
     TooNoisy { target: String, msg: String },
+    #[error(
+        "{target}: zero-latency access detected: {msg}; the layout scan times reads that wait \
+         for their first sector, which such a drive does not do, so it is not calibrated \
+         (docs/calibrate.md, \"Not built yet\")"
+    )]
+    ZeroLatency { target: String, msg: String },
     #[error("{target}: too small to calibrate: {msg}")]
     TooSmall { target: String, msg: String },
     #[error("state file: {0}")]
