@@ -231,6 +231,7 @@ fn a_zero_latency_drive_is_detected_and_refused() {
     let _ = server.kill();
     let _ = server.wait();
     let err = stderr(&o);
+    eprintln!("{err}");
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
         err.contains("zero-latency access detected")

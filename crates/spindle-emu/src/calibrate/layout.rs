@@ -82,9 +82,9 @@ pub fn track_at(p: &mut Probe, start: u64) -> Result<Track, CalibError> {
                 let fresh = (dh - period) / f64::from(half - 1);
                 let short = dn - period - f64::from(n - 1) * fresh;
                 // The landing offset a zero-latency read saves is the round trip and the
-                // command overhead: well over a twentieth of a revolution (atlas10kv: 0.5 ms
-                // of 6), which the host's systematic delays never reach.
-                if short < -thr.max(period / 20.0) {
+                // command overhead (atlas10kv: 0.3-0.5 ms of a 6 ms revolution); the host's
+                // systematic delays reach about a sixtieth, so twice that is asked for.
+                if short < -thr.max(period / 30.0) {
                     return Err(CalibError::ZeroLatency {
                         target: p.target.describe(),
                         msg: format!(
