@@ -84,7 +84,14 @@ pub fn track_at(p: &mut Probe, start: u64) -> Result<Track, CalibError> {
                 // The landing offset a zero-latency read saves is the round trip and the
                 // command overhead (atlas10kv: 0.3-0.5 ms of a 6 ms revolution); the host's
                 // systematic delays reach about a sixtieth, so twice that is asked for.
-                if short < -thr.max(period / 30.0) {
+                // And the structural sign, immune to a pace skewed by the host: past the
+                // landing offset, doubling a zero-latency read costs almost nothing, while a
+                // read that waits for its first sector pays `n` more sectors (a burst of
+                // load once made a zone's first track look short on pace alone: atlas10k).
+                let doubling_free = short < -thr.max(period / 30.0)
+                    && u64::from(2 * n) <= cap - start
+                    && p.after_pass(start, 2 * n, 5)? - dn < (f64::from(n) * fresh / 4.0).max(thr);
+                if doubling_free {
                     return Err(CalibError::ZeroLatency {
                         target: p.target.describe(),
                         msg: format!(
