@@ -73,44 +73,83 @@ fn uri(dir: &Path) -> String {
     format!("nbd+unix:///spindle?socket={}", dir.join("sock").display())
 }
 
-// Ignored in CI, visibly: in two of four clean-clone CI runs on the 2-core machine this blind
-// calibration came out wrong (a cylinder skew 4 sectors off; zone 1's LBA boundary wrong)
-// without the scan's noise checks refusing it — a wrong model written, which issue 21
-// forbids. Until the scan detects that, this is run by hand (`cargo test -p spindle-cli
-// --test calibrate_cli -- --ignored`, or scripts/calibrate_blind.sh); docs/calibrate.md.
+/// Whether `err` (a calibration's stderr) is a refusal for noise that the tool's stated
+/// limit justifies: it names the measured timing noise, and that noise is over 1 % of the
+/// revolution (`period_ns`), the level at which docs/calibrate.md says no track switch can
+/// be told from it. Any other refusal is a failure of the scan, not of the host.
+fn refused_for_measured_noise(err: &str, period_ns: f64) -> bool {
+    if !err.contains("too noisy to calibrate") {
+        return false;
+    }
+    // Every number followed by " µs" after the word "sigma": the noise the scan measured.
+    let limit_us = period_ns / 100.0 / 1e3;
+    err.split("sigma ")
+        .skip(1)
+        .filter_map(|rest| rest.split(" µs").next()?.trim().parse::<f64>().ok())
+        .any(|us| us > limit_us)
+}
+
+/// The blind calibration of an emulated `cheetah9lp` (noise on) must come out right —
+/// rotation, zones, surfaces, skews within one sector, a seek table — or, on a host too
+/// noisy for it, be refused with the measured noise over the tool's limit (never a wrong
+/// model: every run that writes a file is checked to the issue's bar). A refusal is retried
+/// (the host's load comes and goes) while the test's time allows, so a pass by refusal
+/// needs every try to have measured the noise over the limit; it is reported on stderr.
 #[test]
-#[ignore = "flaky under CI load: the scan can write a wrong zone boundary (issue 21, docs/calibrate.md)"]
 fn blind_calibration_recovers_rotation_and_zones() {
-    let dir = workdir();
-    let exp = setup(dir.path(), "cheetah9lp", 0.02, 0.01);
-    let mut server = serve(&exp, dir.path());
-    let out = dir.path().join("cal.toml");
-    let start = Instant::now();
-    let o = spindle(&[
-        "calibrate",
-        &uri(dir.path()),
-        "-o",
-        out.to_str().unwrap(),
-        "--zones",
-        "2",
-        "--rotation-secs",
-        "4",
-        "--realtime",
-        "--quiet",
-    ]);
-    let secs = start.elapsed().as_secs_f64();
-    let _ = server.kill();
-    let _ = server.wait();
-    eprintln!("{}", stderr(&o));
-    assert!(o.status.success(), "calibrate failed: {}", stderr(&o));
-    eprintln!("calibration took {secs:.1} s");
-    let text = std::fs::read_to_string(&out).expect("drive file written");
-    parse_drive(&text).expect("the calibrated drive loads");
-    let got: DriveSpec = toml::from_str(&text).unwrap();
     let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../drives/cheetah9lp.toml");
     let want: DriveSpec = toml::from_str(&std::fs::read_to_string(lib).unwrap()).unwrap();
     // The emulator turns the platter with period round(60e9 / rpm) ns.
     let period = (60e9 / want.rpm).round();
+    let begun = Instant::now();
+    let mut refusals = Vec::new();
+    let text = loop {
+        let dir = workdir();
+        let exp = setup(dir.path(), "cheetah9lp", 0.02, 0.01);
+        let mut server = serve(&exp, dir.path());
+        let out = dir.path().join("cal.toml");
+        let start = Instant::now();
+        let o = spindle(&[
+            "calibrate",
+            &uri(dir.path()),
+            "-o",
+            out.to_str().unwrap(),
+            "--zones",
+            "2",
+            "--rotation-secs",
+            "4",
+            "--realtime",
+            "--quiet",
+        ]);
+        let _ = server.kill();
+        let _ = server.wait();
+        let err = stderr(&o);
+        eprintln!(
+            "{err}\ncalibration took {:.1} s",
+            start.elapsed().as_secs_f64()
+        );
+        if o.status.success() {
+            break std::fs::read_to_string(&out).expect("drive file written");
+        }
+        assert!(
+            refused_for_measured_noise(&err, period),
+            "calibration failed other than by a refusal for measured noise over 1 % of a \
+             revolution: {err}"
+        );
+        assert!(!out.exists(), "no drive file for a refused target");
+        refusals.push(err);
+        // Up to three tries within about 90 s (a full run takes about 50 s here).
+        if refusals.len() == 3 || begun.elapsed() > Duration::from_secs(40) {
+            eprintln!(
+                "NOT CALIBRATED: every try was refused for timing noise over 1 % of a \
+                 revolution, measured by the scan (the host is too loaded for this check; the \
+                 refusal itself is what the issue asks for at that noise)"
+            );
+            return;
+        }
+    };
+    parse_drive(&text).expect("the calibrated drive loads");
+    let got: DriveSpec = toml::from_str(&text).unwrap();
     let got_period = 60e9 / got.rpm;
     let err = (got_period - period).abs() / period;
     // 0.01 % of a revolution is 0.6 µs; the eq. 3.2 bound after 4 s of asynchronous
@@ -122,6 +161,7 @@ fn blind_calibration_recovers_rotation_and_zones() {
         err * 100.0
     );
     assert_eq!(got.surfaces, want.surfaces, "surfaces");
+    assert_eq!(got.zones.len(), 2);
     for (i, (g, w)) in got.zones.iter().zip(&want.zones).enumerate() {
         assert_eq!(
             g.sectors_per_track, w.sectors_per_track,
@@ -134,12 +174,9 @@ fn blind_calibration_recovers_rotation_and_zones() {
                 - z.spare_sectors_per_zone
         };
         assert_eq!(lbas(g), lbas(w), "zone {i} LBAs (its boundary)");
-        // The issue's bar is one sector and it is NOT met (docs/calibrate.md): the skews carry
-        // a bias of up to ~4 sectors (~100 µs) that moves with the host's load and is not yet
-        // explained — full-drive runs were off by 2-3, this test by 2 and 4 in CI runs. So
-        // this bound does not certify the bar; it catches a broken skew scan (errors of tens
-        // of sectors): twice the largest error seen.
-        let skew_ok = |a: f64, b: f64| (a - b).abs() <= 8.0;
+        // The issue's bar: one sector. Each skew is the mean of two agreeing determinations
+        // of eight angle samples; the scan refuses rather than keep two that disagree.
+        let skew_ok = |a: f64, b: f64| (a - b).abs() <= 1.0;
         assert!(
             skew_ok(g.track_skew, w.track_skew),
             "zone {i} track skew {} vs {}",
@@ -153,8 +190,10 @@ fn blind_calibration_recovers_rotation_and_zones() {
             w.cylinder_skew
         );
     }
-    assert_eq!(got.zones.len(), 2);
     assert!(got.provenance["rpm"].contains("measured"));
+    // cheetah9lp waits for a run's first sector: measured so, not assumed.
+    assert!(!got.zero_latency);
+    assert!(got.provenance["zero_latency"].contains("measured off"));
     // The minimum read time grows with the distance (its accuracy, which the host's load
     // moves, is measured in docs/calibrate.md, not asserted here).
     let spindle::drive::SeekSpec::Table { points, .. } = &got.seek else {
@@ -163,6 +202,43 @@ fn blind_calibration_recovers_rotation_and_zones() {
     let first = points.first().expect("points").1;
     let last = points.last().expect("points").1;
     assert!(first > 0.3 && last > 3.0 * first, "seek table {points:?}");
+}
+
+/// A zero-latency drive (`atlas10kv`, which reads a run from where the head lands) is told
+/// from the timing and refused by name — the layout scan's primitive does not hold on it —
+/// rather than scanned into a wrong model. The shortfall is the head's landing offset in
+/// the run (~0.5 ms here), far over the noise threshold (6 sigma, under 0.4 ms at the
+/// noise the scan accepts); a refusal for measured noise is also honest.
+#[test]
+fn a_zero_latency_drive_is_detected_and_refused() {
+    let dir = workdir();
+    let exp = setup(dir.path(), "atlas10kv", 0.02, 0.01);
+    let mut server = serve(&exp, dir.path());
+    let out = dir.path().join("cal.toml");
+    let o = spindle(&[
+        "calibrate",
+        &uri(dir.path()),
+        "-o",
+        out.to_str().unwrap(),
+        "--zones",
+        "1",
+        "--no-seek",
+        "--rotation-secs",
+        "1",
+        "--realtime",
+        "--quiet",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    let err = stderr(&o);
+    eprintln!("{err}");
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("zero-latency access detected")
+            || refused_for_measured_noise(&err, 60e9 / 10_000.0),
+        "{err}"
+    );
+    assert!(!out.exists(), "no drive file for a refused target");
 }
 
 #[test]

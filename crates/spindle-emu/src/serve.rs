@@ -130,10 +130,20 @@ pub fn serve_until(
     // One worker: the NBD side only parses and copies, and every thread wake-up between
     // tokio workers adds to the turnaround between an answer and the client's next request
     // (measured: 61-63 of 64 requests in the array with one worker, 50-60 with two).
+    // Under `--realtime` the NBD worker is SCHED_FIFO too (below the clock and I/O
+    // threads): an answer the clock sends on time must not then wait behind the host's
+    // other work to be written to the socket (measured: the calibrator's interval noise
+    // under two CPU hogs, docs/calibrate.md).
+    let realtime = opts.clock.realtime;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .thread_name("spindle-nbd")
+        .on_thread_start(move || {
+            if realtime {
+                crate::driver::become_realtime("NBD", 45);
+            }
+        })
         .build()
         .map_err(|e| format!("cannot start the NBD runtime: {e}"))?;
     let served: Result<(), String> = rt.block_on(async {

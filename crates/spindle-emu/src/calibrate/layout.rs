@@ -25,7 +25,9 @@ pub struct Zone {
     pub spt: u32,
     /// LBAs of the zone's short last track (0: none).
     pub partial: u32,
-    /// Skews in sectors (head switch, cylinder switch) and the penalties they come from (ns).
+    /// Skews in sectors (head switch, cylinder switch) and the angles they come from (ns of
+    /// rotation from a track's first sector to the next track's; the field names are the
+    /// state file's).
     pub track_skew: u32,
     pub cylinder_skew: u32,
     pub head_penalty_ns: f64,
@@ -67,6 +69,49 @@ pub fn track_at(p: &mut Probe, start: u64) -> Result<Track, CalibError> {
             }
         } else {
             let ex = d - period - f64::from(n - 1) * slope;
+            // Zero-latency access: a run the head lands inside is read from there and ends
+            // a revolution after landing, however long — so a longer read comes back sooner
+            // than its sectors at the shorter reads' pace, which no read that waits for its
+            // first sector does (the delays the host adds only lengthen it). The shorter
+            // read's pace may itself be a delayed median: both are measured again, and only
+            // a read still short of the fresh pace is zero-latency.
+            if ex < -thr && n >= 16 {
+                let half = n / 2;
+                let dh = p.after_pass(start, half, 5)?;
+                let dn = p.after_pass(start, n, 5)?;
+                let fresh = (dh - period) / f64::from(half - 1);
+                let short = dn - period - f64::from(n - 1) * fresh;
+                // The landing offset a zero-latency read saves is the round trip and the
+                // command overhead (atlas10kv: 0.3-0.5 ms of a 6 ms revolution); the host's
+                // systematic delays reach about a sixtieth, so twice that is asked for.
+                // And the structural sign, immune to a pace skewed by the host: past the
+                // landing offset, doubling a zero-latency read costs almost nothing, while a
+                // read that waits for its first sector pays `n` more sectors (a burst of
+                // load once made a zone's first track look short on pace alone: atlas10k).
+                let doubling_free = short < -thr.max(period / 30.0)
+                    && u64::from(2 * n) <= cap - start
+                    && p.after_pass(start, 2 * n, 5)? - dn < (f64::from(n) * fresh / 4.0).max(thr);
+                if doubling_free {
+                    return Err(CalibError::ZeroLatency {
+                        target: p.target.describe(),
+                        msg: format!(
+                            "a read of {n} sectors at LBA {start} after a pass took {:.1} µs, \
+                             {:.1} µs less than {n} sectors at the {:.2} µs sector time a read \
+                             of {half} gave (both measured twice)",
+                            dn / 1e3,
+                            -short / 1e3,
+                            fresh / 1e3
+                        ),
+                    });
+                }
+                if short > thr {
+                    hi = Some(n);
+                } else {
+                    (lo, slope) = (n, (dn - period) / f64::from(n - 1));
+                }
+                n = n.saturating_mul(2);
+                continue;
+            }
             if ex > thr {
                 hi = Some(n);
             } else {
@@ -99,85 +144,71 @@ pub fn track_at(p: &mut Probe, start: u64) -> Result<Track, CalibError> {
     })
 }
 
-/// Whether `lba` starts a whole track of `spt` sectors in the zone whose sector time is
-/// `period / spt`: a read of the track after a pass takes exactly a revolution and the
-/// track's transfer.
-fn whole_track(p: &mut Probe, lba: u64, spt: u32) -> Result<bool, CalibError> {
+/// Whether `lba` starts a whole track of `spt` sectors of a zone whose whole track, read
+/// after a pass, takes `base` (measured on the zone's first track: the answer's delivery
+/// time, which grows with its length, is in it, as it is in every read compared with it).
+fn whole_track(p: &mut Probe, lba: u64, spt: u32, base: f64) -> Result<bool, CalibError> {
     if lba + u64::from(spt) > p.target.sectors() {
         return Ok(false);
     }
-    let ex = p.excess(lba, spt, p.period() / f64::from(spt))?;
+    let ex = p.excess_from(lba, spt, base)?;
     Ok(ex.abs() < p.crossing_threshold())
 }
 
-/// The zones from LBA `from` until the end of the target or `zones_max` zones.
-pub fn zones(p: &mut Probe, from: u64, zones_max: usize) -> Result<Vec<Zone>, CalibError> {
+/// Whether fresh reads confirm a track of `len` sectors at `start`: `len` sectors read after
+/// a pass take `expect` (no crossing), `len + 1` run onto the next track. A second
+/// determination, independent of the scan that found `len`.
+fn confirms_track(
+    p: &mut Probe,
+    start: u64,
+    len: u32,
+    expect: f64,
+    sector_ns: f64,
+) -> Result<bool, CalibError> {
+    let thr = p.crossing_threshold();
+    if p.excess_from(start, len, expect)?.abs() > thr {
+        return Ok(false);
+    }
+    if start + u64::from(len) >= p.target.sectors() {
+        return Ok(true);
+    }
+    Ok(p.excess_from(start, len + 1, expect + sector_ns)? > thr)
+}
+
+/// The track at `start`, its length found by the growing scan and confirmed by fresh
+/// reads; up to three scans, then a refusal naming the track and the noise.
+fn measured_track(p: &mut Probe, start: u64) -> Result<Track, CalibError> {
+    let mut lens = Vec::new();
+    for _ in 0..3 {
+        let tr = track_at(p, start)?;
+        lens.push(tr.len);
+        let expect = p.period() + f64::from(tr.len.saturating_sub(1)) * tr.sector_ns;
+        if tr.len >= 2 && confirms_track(p, start, tr.len, expect, tr.sector_ns)? {
+            return Ok(tr);
+        }
+    }
+    Err(p.refuse(
+        &format!("the length of the track at LBA {start}"),
+        format!("three scans found {lens:?} sectors and fresh reads confirmed none"),
+    ))
+}
+
+/// The last whole track (index from `s`) of the zone whose tracks of `spt` sectors start at
+/// `s`: galloping then bisection over the zone's track grid, then both sides of the end
+/// measured again — the last track must read whole (and be confirmed `spt` long), the grid
+/// point after it must not. Up to three searches, then a refusal.
+fn zone_end(p: &mut Probe, s: u64, spt: u32) -> Result<u64, CalibError> {
     let cap = p.target.sectors();
-    let mut out: Vec<Zone> = Vec::new();
-    let mut s = from;
-    while s < cap && out.len() <= zones_max {
-        // A track's length must agree with its sector time (a revolution holds `len`
-        // sectors), or match a second scan for a zone's short last track; a burst of host
-        // noise gets up to three scans.
-        let period = p.period();
-        let whole_of = |tr: &Track| {
-            let spt_est = period / tr.sector_ns;
-            tr.len >= 20 && (f64::from(tr.len) - spt_est).abs() <= 1.5 + 0.005 * spt_est
-        };
-        let mut tr = track_at(p, s)?;
-        let mut whole = whole_of(&tr);
-        for _ in 0..2 {
-            if whole {
-                break;
-            }
-            let again = track_at(p, s)?;
-            whole = whole_of(&again);
-            if !whole && again.len == tr.len {
-                break;
-            }
-            tr = again;
-        }
-        let spt_est = p.period() / tr.sector_ns;
-        // A zone's last track cut short by its spares keeps the zone's sector time: a few
-        // sectors short of a whole track of it is that, not a new zone.
-        let short_of_last = out.last().is_some_and(|z| {
-            z.partial == 0
-                && tr.len < z.spt
-                && (spt_est - f64::from(z.spt)).abs() <= 1.5 + 0.005 * spt_est
-                && (spt_est - f64::from(z.spt)).abs() < (spt_est - f64::from(tr.len)).abs() + 0.5
-        });
-        if !whole || short_of_last {
-            match out.last_mut() {
-                // A zone's last track, shortened by its spares.
-                Some(z) if z.partial == 0 && tr.len < z.spt => {
-                    z.partial = tr.len;
-                    z.lbas += u64::from(tr.len);
-                    s += u64::from(tr.len);
-                    continue;
-                }
-                _ => {
-                    return Err(CalibError::TooNoisy {
-                        target: p.target.describe(),
-                        msg: format!(
-                            "the track at LBA {s} reads as {} sectors but its sector time says \
-                             {spt_est:.1}: track switches are not clear of the noise",
-                            tr.len
-                        ),
-                    })
-                }
-            }
-        }
-        if out.len() == zones_max {
-            break;
-        }
-        let spt = tr.len;
-        // Galloping then bisection over the zone's track grid.
+    let tracks_left = (cap - s) / u64::from(spt);
+    let at = |k: u64| s + k * u64::from(spt);
+    let mut found = Vec::new();
+    for _ in 0..3 {
+        let base = p.after_pass(s, spt, 7)?;
         let (mut good, mut bad) = (0u64, None);
         let mut k = 1u64;
-        let tracks_left = (cap - s) / u64::from(spt);
         while bad.is_none() {
             if k >= tracks_left {
-                if whole_track(p, s + (tracks_left - 1) * u64::from(spt), spt)? {
+                if whole_track(p, at(tracks_left - 1), spt, base)? {
                     good = tracks_left - 1;
                     bad = Some(tracks_left);
                 } else {
@@ -185,7 +216,7 @@ pub fn zones(p: &mut Probe, from: u64, zones_max: usize) -> Result<Vec<Zone>, Ca
                 }
                 break;
             }
-            if whole_track(p, s + k * u64::from(spt), spt)? {
+            if whole_track(p, at(k), spt, base)? {
                 good = k;
                 k *= 2;
             } else {
@@ -196,16 +227,129 @@ pub fn zones(p: &mut Probe, from: u64, zones_max: usize) -> Result<Vec<Zone>, Ca
         let mut bad = bad.expect("set");
         while bad - good > 1 {
             let mid = good + (bad - good) / 2;
-            if whole_track(p, s + mid * u64::from(spt), spt)? {
+            if whole_track(p, at(mid), spt, base)? {
                 good = mid;
             } else {
                 bad = mid;
             }
             (p.events)(Event::Step);
         }
+        found.push(good + 1);
+        // The second determination: fresh reads on both sides of the end.
+        let sector_ns = p.period() / f64::from(spt);
+        let last_whole = whole_track(p, at(good), spt, base)?
+            && confirms_track(p, at(good), spt, base, sector_ns)?;
+        let past_not = bad >= tracks_left || !whole_track(p, at(bad), spt, base)?;
+        if last_whole && past_not {
+            return Ok(good);
+        }
+    }
+    Err(p.refuse(
+        &format!("the end of the zone of {spt}-sector tracks from LBA {s}"),
+        format!(
+            "three searches found {found:?} whole tracks and fresh reads on both sides of the \
+             end confirmed none"
+        ),
+    ))
+}
+
+/// Whether the `len` sectors from `s` pass under the head at the pace of a track of `spt`
+/// sectors rather than of `len`: the angle from the end of the first to the end of the last
+/// is `(len − 1)` sector times (back-to-back reads, unbiased by the host's delays). Measured
+/// again while the answer is within a quarter of the way between the two; then refused.
+fn paced_like(p: &mut Probe, s: u64, len: u32, spt: u32) -> Result<bool, CalibError> {
+    let period = p.period();
+    let k = f64::from(len - 1);
+    let (a, b) = (k * period / f64::from(spt), k * period / f64::from(len));
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let g = p.angle_gap(s, s + u64::from(len) - 1, ANGLE_REPS)?;
+        seen.push(g);
+        let x = (g - a) / (b - a);
+        if !(0.25..=0.75).contains(&x) {
+            return Ok(x < 0.5);
+        }
+    }
+    Err(p.refuse(
+        &format!("whether the {len}-sector track at LBA {s} ends a zone of {spt}"),
+        format!(
+            "its first-to-last sector angle measured [{}] µs, never clearly {:.1} ({spt} a \
+             track) or {:.1} ({len} a track)",
+            seen.iter()
+                .map(|x| format!("{:.1}", x / 1e3))
+                .collect::<Vec<_>>()
+                .join(", "),
+            a / 1e3,
+            b / 1e3
+        ),
+    ))
+}
+
+/// The zones from LBA `from` until the end of the target or `zones_max` zones.
+pub fn zones(p: &mut Probe, from: u64, zones_max: usize) -> Result<Vec<Zone>, CalibError> {
+    let cap = p.target.sectors();
+    let mut out: Vec<Zone> = Vec::new();
+    let mut s = from;
+    // A track measured ahead (to tell a zone's short last track from a new zone).
+    let mut ahead: Option<(u64, Track)> = None;
+    while s < cap && out.len() <= zones_max {
+        let tr = match ahead.take() {
+            Some((at, tr)) if at == s => tr,
+            _ => measured_track(p, s)?,
+        };
+        let len = tr.len;
+        // A track shorter than its zone's: that zone's last track cut short by its spares,
+        // or the first track of a new zone. The next track decides (a new zone's second
+        // track is as long); the sector time cannot, since a zone's spares may leave its
+        // last track only a few sectors short, which the noise hides.
+        let closes_last = match out.last() {
+            Some(z) if z.partial == 0 && len < z.spt => {
+                let next = s + u64::from(len);
+                if next >= cap {
+                    true
+                } else {
+                    let tn = measured_track(p, next)?;
+                    let same = tn.len == len;
+                    ahead = Some((next, tn));
+                    // As long a next track: a new zone — unless the zone's spares left its
+                    // last track exactly as long as the next zone's tracks (ibm18es: 364 of
+                    // 374, then a zone of 364). The track's own sector pace, from the angle
+                    // between its first and last sectors, tells the two apart.
+                    !same || paced_like(p, s, len, z.spt)?
+                }
+            }
+            _ => false,
+        };
+        if closes_last {
+            let z = out.last_mut().expect("a zone");
+            z.partial = len;
+            z.lbas += u64::from(len);
+            s += u64::from(len);
+            p.say(format!(
+                "zone {}: its last track (LBA {}..) holds {len} sectors (spares take the rest)",
+                out.len() - 1,
+                s - u64::from(len)
+            ));
+            if out.len() == zones_max {
+                break;
+            }
+            continue;
+        }
+        if out.len() == zones_max {
+            break;
+        }
+        // No zone has under 20 sectors a track: such a "track" is noise the checks missed.
+        if len < 20 {
+            return Err(p.refuse(
+                &format!("the track at LBA {s}"),
+                format!("it reads as {len} sectors, too short for a zone's track"),
+            ));
+        }
+        let spt = len;
+        let good = zone_end(p, s, spt)?;
         let lbas = (good + 1) * u64::from(spt);
         p.say(format!(
-            "zone {}: LBA {s}.., {spt} sectors per track, {} whole tracks",
+            "zone {}: LBA {s}.., {spt} sectors per track, {} whole tracks (end confirmed)",
             out.len(),
             good + 1
         ));
@@ -240,58 +384,188 @@ fn in_track(p: &mut Probe, z: &Zone) -> Result<f64, CalibError> {
     p.after_pass(z.first_lba, z.spt, 7)
 }
 
-/// Surfaces from the first zone's crossings, then each zone's skews.
-pub fn skews(p: &mut Probe, zones: &mut [Zone]) -> Result<Option<u32>, CalibError> {
-    let z0 = zones.first().expect("a zone").clone();
-    let j_max = (z0.lbas / u64::from(z0.spt)).saturating_sub(1).min(48);
-    let mut cross = Vec::new();
-    let base0 = in_track(p, &z0)?;
-    for j in 1..=j_max {
-        cross.push((j, crossing(p, &z0, j, base0)?));
+/// One determination of a zone's skew of one kind (ns of rotation): the mean angle from
+/// the first sector of track `j − 1` to the first sector of track `j`, over the `js` —
+/// the skew by its definition (a track's first sector starts that far round from the
+/// previous track's), measured as angles, not as durations. The skews of one kind are the
+/// zone's: a sample that strays from the others' median by more than the answers' angle
+/// tolerance is measured again, and the set is refused when that leaves fewer than three
+/// quarters of it — the consistency check across tracks.
+fn skew_set(p: &mut Probe, z: &Zone, kind: &str, js: &[u64]) -> Result<Option<f64>, CalibError> {
+    if js.is_empty() {
+        return Ok(None);
+    }
+    let period = p.period();
+    let spt = u64::from(z.spt);
+    let start = |j: u64| z.first_lba + j * spt;
+    let mut v = Vec::with_capacity(js.len());
+    for &j in js {
+        v.push(p.angle_gap(start(j - 1), start(j), ANGLE_REPS)?);
         (p.events)(Event::Step);
     }
-    let fit = if cross.is_empty() {
-        None
-    } else {
-        Some(skew::surfaces(&cross, p.crossing_threshold()))
+    // Angles near 0 and P are neighbours: centred on the densest before comparing.
+    let c0 = spindle::calib::rotation::center(&v, period);
+    let near = |x: f64| c0 + spindle::calib::wrap(x - c0 + period / 2.0, period) - period / 2.0;
+    let tol = p.angle_tolerance();
+    let m = spindle::calib::median(&v.iter().map(|&x| near(x)).collect::<Vec<_>>());
+    for (i, &j) in js.iter().enumerate() {
+        if (near(v[i]) - m).abs() > tol {
+            v[i] = p.angle_gap(start(j - 1), start(j), ANGLE_REPS)?;
+        }
+    }
+    let v: Vec<f64> = v.iter().map(|&x| near(x)).collect();
+    let m = spindle::calib::median(&v);
+    let kept: Vec<f64> = v.iter().copied().filter(|x| (x - m).abs() <= tol).collect();
+    if kept.len() * 4 < js.len() * 3 {
+        return Err(p.refuse(
+            &format!("the {kind} skew of the zone from LBA {}", z.first_lba),
+            format!(
+                "the first sectors of tracks {js:?} lie [{}] µs after their previous tracks': \
+                 not one skew",
+                v.iter()
+                    .map(|x| format!("{:.0}", x / 1e3))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    Ok(Some(kept.iter().sum::<f64>() / kept.len() as f64))
+}
+
+/// Reads of each sector in one angle measurement (after the one that positions the head).
+const ANGLE_REPS: usize = 7;
+
+/// A zone's skew of one kind (ns of rotation), from independent determinations (`set(k)`:
+/// the tracks of the `k`-th) until two agree within one sector (the skew's resolution): up
+/// to four, then a refusal naming the zone, the kind and the noise.
+fn skew_angle(
+    p: &mut Probe,
+    z: &Zone,
+    kind: &str,
+    set: impl Fn(u64) -> Vec<u64>,
+) -> Result<Option<f64>, CalibError> {
+    let period = p.period();
+    let sector_ns = period / f64::from(z.spt);
+    let mut found: Vec<f64> = Vec::new();
+    let apart = |a: f64, b: f64| {
+        let d = spindle::calib::wrap(a - b, period);
+        d.min(period - d)
     };
-    let surfaces = fit.as_ref().and_then(|f| f.surfaces);
-    if let Some(f) = &fit {
+    for k in 0..4 {
+        let Some(v) = skew_set(p, z, kind, &set(k))? else {
+            return Ok(None);
+        };
+        if let Some(w) = found.iter().copied().find(|&w| apart(v, w) <= sector_ns) {
+            // The mean of the two, on the circle.
+            let d = spindle::calib::wrap(v - w + period / 2.0, period) - period / 2.0;
+            return Ok(Some(spindle::calib::wrap(w + d / 2.0, period)));
+        }
+        found.push(v);
+    }
+    Err(p.refuse(
+        &format!("the {kind} skew of the zone from LBA {}", z.first_lba),
+        format!(
+            "four determinations ([{}] µs) never agreed within one sector ({:.1} µs)",
+            found
+                .iter()
+                .map(|x| format!("{:.1}", x / 1e3))
+                .collect::<Vec<_>>()
+                .join(", "),
+            sector_ns / 1e3
+        ),
+    ))
+}
+
+/// The surfaces `S` from the first zone's crossings into tracks `1..=j_max`: the fit of
+/// [`skew::surfaces`], then checked on fresh crossings (cylinder switches into `S` and `2S`,
+/// head switches into 1 and `S + 1` must fall in their classes); a second scan when the
+/// check fails, then a refusal.
+fn surfaces(p: &mut Probe, z0: &Zone) -> Result<Option<u32>, CalibError> {
+    let whole = z0.lbas / u64::from(z0.spt);
+    let j_max = whole.saturating_sub(1).min(48);
+    if j_max == 0 {
+        return Ok(None);
+    }
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let base0 = in_track(p, z0)?;
+        let mut cross = Vec::new();
+        for j in 1..=j_max {
+            cross.push((j, crossing(p, z0, j, base0)?));
+            (p.events)(Event::Step);
+        }
+        let f = skew::surfaces(&cross, p.crossing_threshold());
         p.say(format!(
             "surfaces: {} (from {} crossings: head switch {:.1} µs, cylinder switch {:.1} µs, \
              spread {:.1} µs)",
-            surfaces.map_or("not told apart".into(), |s| s.to_string()),
+            f.surfaces
+                .map_or("not told apart".into(), |s| s.to_string()),
             cross.len(),
             f.head_penalty_ns / 1e3,
             f.cylinder_penalty_ns / 1e3,
             f.spread_ns / 1e3
         ));
+        let Some(s) = f.surfaces else {
+            return Ok(None);
+        };
+        seen.push(s);
+        let s64 = u64::from(s);
+        let checks = [(s64, true), (2 * s64, true), (1, false), (s64 + 1, false)];
+        let base = in_track(p, z0)?;
+        let mut ok = true;
+        for (j, cyl) in checks {
+            if j >= whole {
+                continue;
+            }
+            let c = crossing(p, z0, j, base)?;
+            let nearer_cyl = (c - f.cylinder_penalty_ns).abs() < (c - f.head_penalty_ns).abs();
+            ok &= nearer_cyl == cyl;
+        }
+        if ok {
+            return Ok(Some(s));
+        }
     }
+    Err(p.refuse(
+        "the number of surfaces",
+        format!(
+            "two scans of the first zone's track crossings gave {seen:?} and fresh crossings \
+             did not fall in their classes"
+        ),
+    ))
+}
+
+/// Surfaces from the first zone's crossings, then each zone's skews.
+pub fn skews(p: &mut Probe, zones: &mut [Zone]) -> Result<Option<u32>, CalibError> {
+    let z0 = zones.first().expect("a zone").clone();
+    let surfaces = surfaces(p, &z0)?;
     let s = u64::from(surfaces.unwrap_or(1));
     let period = p.period();
     for z in zones.iter_mut() {
         let whole = z.lbas / u64::from(z.spt);
-        let base = in_track(p, z)?;
-        // The mean over eight crossings of each kind: one sector is 20-40 µs, about the
-        // timing noise of one.
-        let mean_of = |p: &mut Probe, js: Vec<u64>| -> Result<Option<f64>, CalibError> {
-            let js: Vec<u64> = js.into_iter().filter(|&j| j >= 1 && j < whole).collect();
-            if js.is_empty() {
-                return Ok(None);
+        // The k-th set of eight crossings of a kind; a zone too short for it measures its
+        // first set's tracks again (fresh reads: independent in their noise).
+        let fit = |js: Vec<u64>, first: Vec<u64>| -> Vec<u64> {
+            if js.iter().all(|&j| j < whole) {
+                js
+            } else {
+                first.into_iter().filter(|&j| j >= 1 && j < whole).collect()
             }
-            let mut sum = 0.0;
-            for &j in &js {
-                sum += crossing(p, z, j, base)?;
-            }
-            Ok(Some(sum / js.len() as f64))
         };
+        let heads = |k: u64| (1..).filter(|j| j % s != 0).skip(8 * k as usize).take(8);
+        let cyls = |k: u64| (8 * k + 1..=8 * k + 8).map(|m| m * s);
+        let zc = z.clone();
         let head = match s > 1 {
-            true => mean_of(p, (1..).filter(|j| j % s != 0).take(8).collect())?,
+            true => skew_angle(p, &zc, "track (head switch)", |k| {
+                fit(heads(k).collect(), heads(0).collect())
+            })?,
             false => None,
         };
-        let cyl = mean_of(p, (1..=8).map(|k| k * s).collect())?;
+        let cyl = skew_angle(p, &zc, "cylinder", |k| {
+            fit(cyls(k).collect(), cyls(0).collect())
+        })?;
         let sector_ns = period / f64::from(z.spt);
         let sk = |v: f64| skew::skew_sectors(v, period, sector_ns, z.spt);
+        // `head_penalty_ns`/`cylinder_penalty_ns` hold the skews' measured angles.
         if let Some(h) = head {
             z.head_penalty_ns = h;
             z.track_skew = sk(h);
@@ -304,17 +578,24 @@ pub fn skews(p: &mut Probe, zones: &mut [Zone]) -> Result<Option<u32>, CalibErro
                 z.track_skew = z.cylinder_skew;
             }
         }
+        p.say(format!(
+            "zone from LBA {}: track skew {:.1} µs = {:.2} sectors (skew {}), cylinder skew \
+             {:.1} µs = {:.2} sectors (skew {})",
+            z.first_lba,
+            z.head_penalty_ns / 1e3,
+            spindle::calib::wrap(z.head_penalty_ns, period) / sector_ns,
+            z.track_skew,
+            z.cylinder_penalty_ns / 1e3,
+            spindle::calib::wrap(z.cylinder_penalty_ns, period) / sector_ns,
+            z.cylinder_skew
+        ));
         // The zone's first sector: its end angle less one sector, against the reference
         // sector's (LBA 0, first of zone 0) end angle less one of zone 0's sectors.
         p.reanchor()?;
         let end = p.end_angle(z.first_lba, 5)?;
-        let ref_sector = period / f64::from(zones_first_spt(&z0));
+        let ref_sector = period / f64::from(z0.spt);
         z.first_angle_ns = spindle::calib::wrap(end - sector_ns + ref_sector, period);
         (p.events)(Event::Step);
     }
     Ok(surfaces)
-}
-
-fn zones_first_spt(z0: &Zone) -> u32 {
-    z0.spt
 }

@@ -38,6 +38,12 @@ pub enum CalibError {
     Target(#[from] target::TargetError),
     #[error("{target}: too noisy to calibrate: {msg}")]
     TooNoisy { target: String, msg: String },
+    #[error(
+        "{target}: zero-latency access detected: {msg}; the layout scan times reads that wait \
+         for their first sector, which such a drive does not do, so it is not calibrated \
+         (docs/calibrate.md, \"Not built yet\")"
+    )]
+    ZeroLatency { target: String, msg: String },
     #[error("{target}: too small to calibrate: {msg}")]
     TooSmall { target: String, msg: String },
     #[error("state file: {0}")]
@@ -175,7 +181,7 @@ pub fn calibrate(
     }
     if !m.skews_done {
         let zones = m.zones.as_mut().expect("zones measured");
-        (p.events)(Event::Stage("skews", 48 + zones.len() as u64));
+        (p.events)(Event::Stage("skews", 48 + 32 * zones.len() as u64));
         m.surfaces = layout::skews(&mut p, zones)?;
         m.skews_done = true;
         lap(&mut m, "skews", &mut since);

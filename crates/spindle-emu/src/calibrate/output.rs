@@ -192,6 +192,13 @@ pub fn drive_file(m: &Measured, id: &str) -> Result<String, String> {
         "write_settle_ms",
         "not measured (read-only calibration): 0".into(),
     );
+    put(
+        "zero_latency",
+        "measured off: every growing read of the scan (up to a track and past it) after a pass \
+         waited for its first sector — a zero-latency drive reads a run it lands inside at once \
+         and is refused by the scan (docs/calibrate.md)"
+            .into(),
+    );
     let capacity: u64 = zones.iter().map(|z| z.lbas).sum();
     let spec = DriveSpec {
         id: id.to_string(),

@@ -30,8 +30,14 @@ pub struct Probe<'a> {
     pub sigma_ns: f64,
     pub gamma_ns: f64,
     pub reads: u64,
+    /// Deviations of repeated timings from their median (ns), the latest [`NOISE_KEPT`]:
+    /// the noise as the scan sees it now, which a refusal reports.
+    devs: std::collections::VecDeque<f64>,
     pub events: &'a mut dyn FnMut(Event),
 }
+
+/// How many recent deviations [`Probe::noise_now`] is computed from.
+const NOISE_KEPT: usize = 400;
 
 impl<'a> Probe<'a> {
     pub fn new(target: Box<dyn Target>, events: &'a mut dyn FnMut(Event)) -> Probe<'a> {
@@ -46,6 +52,7 @@ impl<'a> Probe<'a> {
             sigma_ns: 0.0,
             gamma_ns: 0.0,
             reads: 0,
+            devs: std::collections::VecDeque::new(),
             events,
         }
     }
@@ -125,7 +132,11 @@ impl<'a> Probe<'a> {
             let rotations = rotation::next_rotations(self.est, ALPHA);
             let left = budget.saturating_sub(start.elapsed()).as_nanos() as f64;
             let wait = (rotations * self.est.period_ns).min(left);
-            if wait < 50.0 * self.est.period_ns {
+            // Stop when the budget is spent — not when eq. 3.1 allows few revolutions: a
+            // noisy synchronized fit (a loose R(0)) is exactly when refinement is needed, and
+            // short iterations shrink the bound by their count each time (a run at load 9
+            // skipped every iteration: R(0) ± 24 µs, off by 0.024 %).
+            if left < 50.0 * self.est.period_ns || wait < 2.0 * self.est.period_ns {
                 break;
             }
             std::thread::sleep(Duration::from_nanos(wait as u64));
@@ -175,15 +186,56 @@ impl<'a> Probe<'a> {
         Ok(())
     }
 
+    /// The timing noise the scan sees now: the robust sigma of the latest repeated reads'
+    /// deviations from their medians (ns); the synchronized burst's until there are some.
+    pub fn noise_now(&self) -> f64 {
+        if self.devs.len() < 20 {
+            return self.sigma_ns;
+        }
+        let v: Vec<f64> = self.devs.iter().copied().collect();
+        // The deviations of one set from its own median: scaled to one timing's sigma.
+        spindle::calib::mad_sigma(&v)
+    }
+
+    /// A refusal naming the quantity that could not be pinned down and the noise measured
+    /// (at the start, and over the latest repeated reads).
+    pub fn refuse(&self, quantity: &str, detail: String) -> CalibError {
+        CalibError::TooNoisy {
+            target: self.target.describe(),
+            msg: format!(
+                "{quantity}: {detail}; timing noise: interval sigma {:.1} µs at the start,                  {:.1} µs over the latest repeated reads (refused rather than write a wrong                  model)",
+                self.sigma_ns / 1e3,
+                self.noise_now() / 1e3
+            ),
+        }
+    }
+
+    fn note_spread(&mut self, xs: &[f64]) {
+        if xs.len() < 3 {
+            return;
+        }
+        let m = median(xs);
+        for x in xs {
+            if self.devs.len() == NOISE_KEPT {
+                self.devs.pop_front();
+            }
+            self.devs.push_back(x - m);
+        }
+    }
+
     /// How far an answer's angle may stray before it counts as delayed by the host: well
     /// above the timing noise and the host's slow drifts, well below a delayed reply (ms).
     pub fn angle_tolerance(&self) -> f64 {
         (4.0 * self.sigma_ns).max(self.period() / 60.0)
     }
 
-    /// The threshold above which a read's extra time is a track crossing, not noise.
+    /// The threshold above which a read's extra time is a track crossing, not noise: 6
+    /// sigma, and never under a sixtieth of a revolution — the host's delay grows with how
+    /// long a request was out (1.5-2 % of the difference, ~100 µs between a read of a sector
+    /// and one of a track at 10,000 rpm), which no sigma of repeated identical reads shows
+    /// (a quiet run, sigma 13 µs, took a zone's first track for zero-latency at 80 µs).
     pub fn crossing_threshold(&self) -> f64 {
-        (6.0 * self.sigma_ns).max(10_000.0)
+        (6.0 * self.sigma_ns).max(self.period() / 60.0)
     }
 
     /// The end angle of `lba`'s sector after the reference sector's, ns of rotation
@@ -202,6 +254,36 @@ impl<'a> Probe<'a> {
             .map(|a| c0 + wrap(a - c0 + p / 2.0, p) - p / 2.0)
             .collect();
         Ok(wrap(median(&centred), p))
+    }
+
+    /// The angle from the end of `from`'s sector to the end of `to`'s, ns in `[0, P)`:
+    /// each sector read back to back `reps` times after one read that brings the head
+    /// there (dropped). Every kept read waits the same revolution less the host's round
+    /// trip, so whatever the host adds to an answer — which grows with how long the request
+    /// was out — is the same for both sectors and cancels; a duration (a crossing less a
+    /// whole-track read) carries it instead (docs/calibrate.md).
+    pub fn angle_gap(&mut self, from: u64, to: u64, reps: usize) -> Result<f64, CalibError> {
+        let p = self.period();
+        let one = |me: &mut Self, lba: u64| -> Result<Vec<f64>, CalibError> {
+            me.read(lba, 1)?;
+            (0..reps)
+                .map(|_| me.read(lba, 1).map(|c| wrap(c - me.anchor_ns, p)))
+                .collect()
+        };
+        let a = one(self, from)?;
+        let b = one(self, to)?;
+        let centred = |v: &[f64]| {
+            let c0 = rotation::center(v, p);
+            let c: Vec<f64> = v
+                .iter()
+                .map(|x| c0 + wrap(x - c0 + p / 2.0, p) - p / 2.0)
+                .collect();
+            c
+        };
+        let (ca, cb) = (centred(&a), centred(&b));
+        self.note_spread(&ca);
+        self.note_spread(&cb);
+        Ok(wrap(median(&cb) - median(&ca), p))
     }
 
     /// The time of `sectors` sectors from `lba`, read just after reading `lba` alone: a
@@ -246,26 +328,31 @@ impl<'a> Probe<'a> {
             }
         }
         if kept.is_empty() {
-            return Err(CalibError::TooNoisy {
-                target: self.target.describe(),
-                msg: format!(
-                    "{} repetitions (twice) of a read of {sectors} sectors at LBA {lba} after a \
-                     pass never answered at a consistent angle (within {:.0} µs)",
+            return Err(self.refuse(
+                &format!("a read of {sectors} sectors at LBA {lba} after a pass"),
+                format!(
+                    "{} repetitions (twice) never answered at a consistent angle (within {:.0} \
+                     µs)",
                     pairs.len(),
                     tol / 1e3
                 ),
-            });
+            ));
         }
+        self.note_spread(&kept);
         Ok(median(&kept))
     }
 
     /// `after_pass` less its in-track expectation `P + (sectors − 1)·sector_ns`: about 0
-    /// inside a track, a crossing's penalty otherwise. The median of three: a loaded host
-    /// delays a reply by as much as a crossing costs.
-    /// A crossing is confirmed by a second median (the smaller one is returned): a burst
-    /// of delayed replies can fake one, never hide the time a crossing really costs twice.
+    /// inside a track, a crossing's penalty otherwise.
     pub fn excess(&mut self, lba: u64, sectors: u32, sector_ns: f64) -> Result<f64, CalibError> {
         let expect = self.period() + f64::from(sectors - 1) * sector_ns;
+        self.excess_from(lba, sectors, expect)
+    }
+
+    /// `after_pass` less `expect` (the same read's time inside one track). A crossing is
+    /// confirmed by a second median (the smaller one is returned): a burst of delayed
+    /// replies can fake one, never hide the time a crossing really costs twice.
+    pub fn excess_from(&mut self, lba: u64, sectors: u32, expect: f64) -> Result<f64, CalibError> {
         let ex = self.after_pass(lba, sectors, 5)? - expect;
         if ex <= self.crossing_threshold() {
             return Ok(ex);
