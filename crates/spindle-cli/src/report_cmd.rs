@@ -125,7 +125,7 @@ fn results_table(t: &results::Table) -> String {
         let _ = write!(s, "<th>{}</th>", escape(c));
     }
     s.push_str("</tr></thead><tbody>\n");
-    for r in &t.rows {
+    for r in t.rows.iter().take(MAX_ROWS) {
         let saturated = sat.is_some_and(|i| r[i].is_true());
         let grows = sus.is_some_and(|i| matches!(r[i], results::Cell::Bool(false)));
         let class = match (saturated, grows) {
@@ -142,8 +142,20 @@ fn results_table(t: &results::Table) -> String {
         s.push_str("</tr>\n");
     }
     s.push_str("</tbody></table></div>\n");
+    if t.rows.len() > MAX_ROWS {
+        let _ = writeln!(
+            s,
+            "<p class=\"note\">The first {MAX_ROWS} of {} rows; every row is in <code>{}</code> and in the figure.</p>",
+            t.rows.len(),
+            escape(&t.source)
+        );
+    }
     s
 }
+
+/// Rows of a results table shown on the page: a time series or a CDF has thousands, which
+/// its figure shows better.
+const MAX_ROWS: usize = 100;
 
 const STYLE: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}\
 h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\

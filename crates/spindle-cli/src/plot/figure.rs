@@ -96,6 +96,8 @@ pub fn label(column: &str) -> String {
         "occupancy" => "write-cache occupancy (fraction)",
         "overflows" => "write-cache overflows (so far)",
         "edge_ms" => "service time (ms)",
+        "mean_w" => "mean power (W)",
+        "energy_j" => "energy (J)",
         "workload.queue_depth" => "queue depth (requests outstanding)",
         "workload.read_fraction" => "read fraction",
         _ => "",
@@ -195,11 +197,13 @@ fn sweep(t: &Table, axes: &[String], choice: &Choice) -> anyhow::Result<Vec<Pane
         .collect();
     let x = match &choice.x {
         Some(name) => t.column(name)?,
-        // The first varying axis with numbers, else the first varying axis.
+        // The numeric varying axis with the most values (the last of equals: sweeps put
+        // the figure's x axis last or alone), else the first varying axis.
         None => varying
             .iter()
             .copied()
-            .find(|&i| distinct(t, i).iter().all(|c| c.num().is_some()))
+            .filter(|&i| distinct(t, i).iter().all(|c| c.num().is_some()))
+            .max_by_key(|&i| distinct(t, i).len())
             .or_else(|| varying.first().copied())
             .unwrap_or(t.column(&axes[0])?),
     };
@@ -344,19 +348,20 @@ fn series(t: &Table, choice: &Choice) -> anyhow::Result<Vec<Panel>> {
                 .iter()
                 .map(|c| Series {
                     label: c.to_string(),
-                    points: t
-                        .rows
-                        .iter()
-                        .filter(|r| &r[config] == c)
-                        .filter_map(|r| {
-                            Some(Point {
-                                x: r[x].num()?,
-                                y: r[y].num()?,
-                                saturated: false,
-                                backlog_grows: false,
+                    points: thin(
+                        t.rows
+                            .iter()
+                            .filter(|r| &r[config] == c)
+                            .filter_map(|r| {
+                                Some(Point {
+                                    x: r[x].num()?,
+                                    y: r[y].num()?,
+                                    saturated: false,
+                                    backlog_grows: false,
+                                })
                             })
-                        })
-                        .collect(),
+                            .collect(),
+                    ),
                     line: true,
                     markers: false,
                     dashed: false,
@@ -366,6 +371,38 @@ fn series(t: &Table, choice: &Choice) -> anyhow::Result<Vec<Panel>> {
         .collect();
     check_points(t, &panels)?;
     Ok(panels)
+}
+
+/// Points a time-series curve keeps at most; a long run samples far more than a figure's
+/// width shows.
+const MAX_SERIES_POINTS: usize = 2400;
+
+/// Thins a long series to at most [`MAX_SERIES_POINTS`], keeping in each of 600 equal runs
+/// its first, lowest, highest and last sample in time order: the envelope (every peak and
+/// trough) stays, only points hidden inside a pixel column go.
+fn thin(points: Vec<Point>) -> Vec<Point> {
+    if points.len() <= MAX_SERIES_POINTS {
+        return points;
+    }
+    let per = points.len().div_ceil(MAX_SERIES_POINTS / 4);
+    let mut out = Vec::with_capacity(MAX_SERIES_POINTS);
+    for chunk in points.chunks(per) {
+        let lowest = chunk
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.y.total_cmp(&b.1.y));
+        let highest = chunk
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.y.total_cmp(&b.1.y));
+        let mut keep = vec![0, chunk.len() - 1];
+        keep.extend(lowest.map(|(i, _)| i));
+        keep.extend(highest.map(|(i, _)| i));
+        keep.sort_unstable();
+        keep.dedup();
+        out.extend(keep.into_iter().map(|i| chunk[i].clone()));
+    }
+    out
 }
 
 /// Measured and simulated service-time CDFs on a log time axis (service times span
@@ -483,6 +520,33 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("s.csv: no column \"p42_ms\""), "{e}");
+    }
+
+    #[test]
+    fn a_long_series_is_thinned_keeping_its_extremes() {
+        let points: Vec<Point> = (0..100_000)
+            .map(|i| Point {
+                x: f64::from(i),
+                y: if i == 54_321 {
+                    1e6
+                } else if i == 7 {
+                    -5.0
+                } else {
+                    f64::from(i % 10)
+                },
+                saturated: false,
+                backlog_grows: false,
+            })
+            .collect();
+        let thinned = thin(points);
+        assert!(thinned.len() <= MAX_SERIES_POINTS, "{}", thinned.len());
+        assert!(thinned.iter().any(|p| p.y == 1e6) && thinned.iter().any(|p| p.y == -5.0));
+        assert_eq!(thinned.first().unwrap().x, 0.0);
+        assert_eq!(thinned.last().unwrap().x, 99_999.0);
+        assert!(
+            thinned.windows(2).all(|w| w[0].x < w[1].x),
+            "time order kept"
+        );
     }
 
     #[test]

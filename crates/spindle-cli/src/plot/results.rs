@@ -145,8 +145,9 @@ pub fn parse(text: &str, source: &str) -> anyhow::Result<Table> {
     csv(text, source)
 }
 
-/// The columns a run report row gives, the same as `run --csv`'s headline ones.
-const RUN_COLUMNS: [&str; 12] = [
+/// The columns a run report row gives, named as in `run --csv` (energy: drives with power
+/// data, docs/power.md).
+const RUN_COLUMNS: [&str; 14] = [
     "label",
     "throughput_iops",
     "throughput_mb_s",
@@ -159,6 +160,8 @@ const RUN_COLUMNS: [&str; 12] = [
     "achieved_iops",
     "saturated",
     "sustainable",
+    "energy_j",
+    "mean_w",
 ];
 
 fn run_json(
@@ -218,6 +221,8 @@ fn run_row(r: &serde_json::Map<String, serde_json::Value>) -> Vec<Cell> {
         at(&["achieved_iops"]),
         at(&["saturated"]),
         at(&["sustainable"]),
+        at(&["energy", "total_j"]),
+        at(&["energy", "mean_w"]),
     ]
 }
 
@@ -256,7 +261,9 @@ fn is_sweep_output(name: &str) -> bool {
 }
 
 fn json_lines(text: &str, source: &str) -> anyhow::Result<Table> {
-    let mut columns: Vec<String> = Vec::new();
+    // Each column: its name, the field it comes from and, for a nested object's member
+    // (a DR plan, a cache, energy), the member. Axis names may hold dots themselves.
+    let mut columns: Vec<(String, String, Option<String>)> = Vec::new();
     let mut objects = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -265,13 +272,15 @@ fn json_lines(text: &str, source: &str) -> anyhow::Result<Table> {
         let Ordered(fields) = serde_json::from_str(line)
             .map_err(|e| anyhow!("{source}:{}: not a JSON object per line: {e}", i + 1))?;
         for (k, v) in &fields {
-            // Nested objects (a DR plan, a cache, energy) become dotted columns.
-            let names: Vec<String> = match v {
-                serde_json::Value::Object(o) => o.keys().map(|s| format!("{k}.{s}")).collect(),
-                _ => vec![k.clone()],
+            let names: Vec<(String, String, Option<String>)> = match v {
+                serde_json::Value::Object(o) => o
+                    .keys()
+                    .map(|s| (format!("{k}.{s}"), k.clone(), Some(s.clone())))
+                    .collect(),
+                _ => vec![(k.clone(), k.clone(), None)],
             };
             for n in names {
-                if !columns.contains(&n) {
+                if !columns.iter().any(|c| c.0 == n.0) {
                     columns.push(n);
                 }
             }
@@ -283,10 +292,7 @@ fn json_lines(text: &str, source: &str) -> anyhow::Result<Table> {
         .map(|fields| {
             columns
                 .iter()
-                .map(|c| {
-                    let (k, sub) = c
-                        .split_once('.')
-                        .map_or((c.as_str(), None), |(a, b)| (a, Some(b)));
+                .map(|(_, k, sub)| {
                     fields
                         .iter()
                         .find(|(n, _)| n == k)
@@ -299,13 +305,13 @@ fn json_lines(text: &str, source: &str) -> anyhow::Result<Table> {
                 .collect()
         })
         .collect();
-    let has = |n: &str| columns.iter().any(|c| c == n);
+    let has = |n: &str| columns.iter().any(|c| c.0 == n);
     let kind = if has("throughput_iops") && has("mean_ms") {
         Kind::Sweep {
             axes: columns
                 .iter()
-                .filter(|c| !is_sweep_output(c.split('.').next().unwrap_or(c)))
-                .cloned()
+                .filter(|(_, k, _)| !is_sweep_output(k))
+                .map(|c| c.0.clone())
                 .collect(),
         }
     } else if has("drive") && has("rms_ms") {
@@ -318,7 +324,7 @@ fn json_lines(text: &str, source: &str) -> anyhow::Result<Table> {
     Ok(Table {
         source: source.to_string(),
         kind,
-        columns,
+        columns: columns.into_iter().map(|c| c.0).collect(),
         rows,
     })
 }
@@ -432,14 +438,14 @@ mod tests {
     #[test]
     fn sweep_json_keeps_axis_order_and_flattens_objects() {
         let t = parse(
-            "{\"z\":1,\"a\":\"SATF\",\"throughput_iops\":5.0,\"mean_ms\":1.0,\"saturated\":false,\"cache\":{\"overflows\":3}}\n",
+            "{\"z.q\":1,\"a\":\"SATF\",\"throughput_iops\":5.0,\"mean_ms\":1.0,\"saturated\":false,\"cache\":{\"overflows\":3}}\n",
             "s.json",
         )
         .unwrap();
         assert_eq!(
             t.kind,
             Kind::Sweep {
-                axes: vec!["z".into(), "a".into()]
+                axes: vec!["z.q".into(), "a".into()]
             }
         );
         assert_eq!(
