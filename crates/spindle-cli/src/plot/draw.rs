@@ -17,11 +17,11 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// The figure's width and each panel's height, in px.
-const WIDTH: u32 = 900;
+const WIDTH: u32 = 960;
 const PANEL_H: u32 = 380;
 const TITLE_H: u32 = 40;
 /// The legend column on the right of each panel: it never hides a curve.
-const LEGEND_W: u32 = 250;
+const LEGEND_W: u32 = 290;
 const LEGEND_ROW: u32 = 18;
 
 /// A colour-blind-friendly palette (Okabe & Ito), then Tableau's for more series.
@@ -341,7 +341,7 @@ where
 
 /// Cuts a legend entry to what the column holds.
 fn fit(label: &str) -> String {
-    const MAX: usize = 34;
+    const MAX: usize = 42;
     if label.chars().count() <= MAX {
         label.to_string()
     } else {

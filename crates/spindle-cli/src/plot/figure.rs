@@ -223,14 +223,16 @@ fn sweep(t: &Table, axes: &[String], choice: &Choice) -> anyhow::Result<Vec<Pane
     };
     let ys = y_columns(t, choice, &["throughput_iops", "mean_ms"])?;
     // One series per combination of the other varying axes, in first-seen order.
+    // A word (a compound axis's label, a scheduler) names itself; a number says whose it is
+    // by the key's last part (`queue_depth=8`).
     let key = |r: &[Cell]| -> String {
         let parts: Vec<String> = groups
             .iter()
-            .map(|&g| {
-                if groups.len() == 1 {
-                    r[g].to_string()
-                } else {
-                    format!("{}={}", t.columns[g], r[g])
+            .map(|&g| match &r[g] {
+                Cell::Text(v) => v.clone(),
+                v => {
+                    let name = &t.columns[g];
+                    format!("{}={v}", name.rsplit('.').next().unwrap_or(name))
                 }
             })
             .collect();
@@ -418,52 +420,65 @@ fn cdf(t: &Table, choice: &Choice) -> anyhow::Result<Vec<Panel>> {
                 .rows
                 .iter()
                 .filter_map(|r| Some((r[x].num()?, r[y].num()?)))
-                .filter(|&(x, _)| x > 0.0)
-                .collect();
-            // From the last point at 0 to the first at 1, interior points of flat runs
-            // dropped: the same curve with a few hundred points instead of 1750.
-            let first = all.iter().rposition(|&(_, y)| y <= 0.0).unwrap_or(0);
-            let last = all
-                .iter()
-                .position(|&(_, y)| y >= 1.0)
-                .unwrap_or(all.len().saturating_sub(1));
-            let span = all.get(first..=last).unwrap_or(&[]);
-            let points = span
-                .iter()
-                .enumerate()
-                .filter(|&(i, &(_, y))| {
-                    i == 0 || i + 1 == span.len() || span[i - 1].1 != y || span[i + 1].1 != y
-                })
-                .map(|(_, &(x, y))| Point {
-                    x,
-                    y,
-                    saturated: false,
-                    backlog_grows: false,
-                })
                 .collect();
             let name = t.columns[y].trim_end_matches("_cdf").to_string();
-            Series {
-                label: match name.as_str() {
-                    "simulated" => "simulated (spindle)".to_string(),
-                    "measured" => "measured (real drive)".to_string(),
-                    _ => name,
-                },
-                points,
-                line: true,
-                markers: false,
-                dashed: k > 0,
-            }
+            let label = match name.as_str() {
+                "simulated" => "simulated (spindle)".to_string(),
+                "measured" => "measured (real drive)".to_string(),
+                _ => name,
+            };
+            cdf_series(label, &all, k > 0)
         })
         .collect();
-    let panels = vec![Panel {
-        x_label: label(&t.columns[x]),
+    let mut panel = cdf_panel(series);
+    panel.x_label = label(&t.columns[x]);
+    let panels = vec![panel];
+    check_points(t, &panels)?;
+    Ok(panels)
+}
+
+/// One CDF curve from its (time, fraction) points: from the last point at 0 to the first at
+/// 1, interior points of flat runs dropped (the same curve with a few hundred points instead
+/// of 1750 histogram rows); times at or below 0 cannot stand on a log axis.
+pub fn cdf_series(label: String, all: &[(f64, f64)], dashed: bool) -> Series {
+    let all: Vec<(f64, f64)> = all.iter().copied().filter(|&(x, _)| x > 0.0).collect();
+    let first = all.iter().rposition(|&(_, y)| y <= 0.0).unwrap_or(0);
+    let last = all
+        .iter()
+        .position(|&(_, y)| y >= 1.0)
+        .unwrap_or(all.len().saturating_sub(1));
+    let span = all.get(first..=last).unwrap_or(&[]);
+    let points = span
+        .iter()
+        .enumerate()
+        .filter(|&(i, &(_, y))| {
+            i == 0 || i + 1 == span.len() || span[i - 1].1 != y || span[i + 1].1 != y
+        })
+        .map(|(_, &(x, y))| Point {
+            x,
+            y,
+            saturated: false,
+            backlog_grows: false,
+        })
+        .collect();
+    Series {
+        label,
+        points,
+        line: true,
+        markers: false,
+        dashed,
+    }
+}
+
+/// The panel of service-time CDFs (`validate --out`'s figure and a `.cdf.csv`'s).
+pub fn cdf_panel(series: Vec<Series>) -> Panel {
+    Panel {
+        x_label: label("edge_ms"),
         y_label: "fraction of requests".to_string(),
         x: XAxis::Numeric { log: true },
         y_from_zero: true,
         series,
-    }];
-    check_points(t, &panels)?;
-    Ok(panels)
+    }
 }
 
 /// A figure with nothing to draw is an error, not an empty picture.
@@ -507,6 +522,16 @@ mod tests {
         assert_eq!(p.y_label, "throughput (IOPS)");
         let labels: Vec<&str> = p.series.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(labels, ["SATF", "LOOK"]);
+        let by_q = build(
+            &t,
+            &Choice {
+                x: Some("config".into()),
+                ..Choice::default()
+            },
+        )
+        .unwrap();
+        let labels: Vec<&str> = by_q.panels[0].series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["Q=1", "Q=32"]);
         assert!(p.series[0].points[1].saturated && !p.series[0].points[0].saturated);
         assert!(p.series[1].points[1].backlog_grows);
         assert!(f.any_saturated() && f.any_backlog_grows());
