@@ -34,7 +34,7 @@ trap 'rm -rf "$results"' EXIT
 figures=(
   "sr_array|fig4_9_read_write_mix|sweep --csv examples/sr_array/fig4_9_read_write_mix.toml|--title|SR-Array fig. 4.9: 6 disks against the read fraction"
   "ew_array|fig4_schedulers_queue|sweep --csv examples/ew_array/fig4_schedulers_queue.toml|--title|EW-Array fig. 4: eager-writing schedulers against the queue depth"
-  "raid5|fig9_10_cache_size|sweep --csv examples/raid5/fig9_10_cache_size.toml|--x|array.write_cache_bytes|--title|RAID-5 figs. 9-10: response time against the write-cache size"
+  "raid5|fig9_10_cache_size|sweep --csv examples/raid5/fig9_10_cache_size.toml|--x|array.write_cache_bytes|--log-y|--title|RAID-5 figs. 9-10: response time against the write-cache size"
   "paged|fig4_write_fraction|sweep --csv examples/paged/fig4_write_fraction.toml|--title|Paged disk fig. 4: latency against the write fraction"
   "track_aligned|raid0_track_vs_fixed|run --json examples/track_aligned/raid0_track_vs_fixed.toml|--y|throughput_mb_s|--y|mean_ms|--title|Track-aligned RAID-0 against fixed stripe units"
   "bench|sweep_36_mix|sweep --csv examples/bench/sweep_36_mix.toml|--title|36 disks: layouts against the queue depth and read mix"

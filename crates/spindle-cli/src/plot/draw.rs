@@ -153,8 +153,8 @@ where
 /// else 1, 2, 5 × 10^k (plotters' own log ticks skip decades' insides).
 fn log_ticks(p: &Panel, lo: f64, hi: f64) -> Vec<f64> {
     let integers = all_points(p).all(|q| q.x >= 1.0 && q.x == q.x.round());
-    let mut out = Vec::new();
     if integers && hi <= 4096.0 {
+        let mut out = Vec::new();
         let mut v = 1.0;
         while v <= hi {
             if v >= lo {
@@ -162,16 +162,39 @@ fn log_ticks(p: &Panel, lo: f64, hi: f64) -> Vec<f64> {
             }
             v *= 2.0;
         }
+        out
     } else {
-        let mut decade = 10f64.powf(lo.log10().floor());
-        while decade <= hi {
-            for m in [1.0, 2.0, 5.0] {
-                let v = m * decade;
-                if v >= lo && v <= hi {
-                    out.push(v);
-                }
+        ticks_125(lo, hi)
+    }
+}
+
+/// 1, 2, 5 × 10^k from `lo` to `hi`.
+fn ticks_125(lo: f64, hi: f64) -> Vec<f64> {
+    let mut out = Vec::new();
+    let mut decade = 10f64.powf(lo.log10().floor());
+    while decade <= hi {
+        for m in [1.0, 2.0, 5.0] {
+            let v = m * decade;
+            if v >= lo && v <= hi {
+                out.push(v);
             }
-            decade *= 10.0;
+        }
+        decade *= 10.0;
+    }
+    if out.len() < 3 {
+        // Less than a decade: evenly spaced 1, 2 or 5 × 10^k steps instead.
+        let raw = (hi - lo) / 5.0;
+        let mag = 10f64.powf(raw.log10().floor());
+        let step = [1.0, 2.0, 5.0, 10.0]
+            .iter()
+            .map(|m| m * mag)
+            .find(|s| *s >= raw)
+            .unwrap_or(10.0 * mag);
+        out.clear();
+        let mut k = (lo / step).ceil();
+        while k * step <= hi {
+            out.push(k * step);
+            k += 1.0;
         }
     }
     out
@@ -201,7 +224,10 @@ fn y_bounds(p: &Panel) -> (f64, f64) {
     let (lo, hi) = all_points(p).fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), q| {
         (a.min(q.y), b.max(q.y))
     });
-    let lo = if p.y_from_zero { lo.min(0.0) } else { lo };
+    if p.y_log {
+        return (lo / 1.3, hi * 1.3);
+    }
+    let lo = lo.min(0.0);
     if hi > lo {
         (lo, hi + (hi - lo) * 0.06)
     } else {
@@ -217,11 +243,36 @@ where
     XR::CoordDescType: ValueFormatter<f64>,
 {
     let (y0, y1) = y_bounds(p);
+    if p.y_log {
+        let ticks = ticks_125(y0, y1);
+        let n = ticks.len();
+        plot_xy(area, p, x_spec, x_labels, (y0..y1).log_scale().with_key_points(ticks), n)
+    } else {
+        plot_xy(area, p, x_spec, x_labels, y0..y1, 8)
+    }
+}
+
+fn plot_xy<DB, XR, YR>(
+    area: &DrawingArea<DB, Shift>,
+    p: &Panel,
+    x_spec: XR,
+    x_labels: usize,
+    y_spec: YR,
+    y_labels: usize,
+) -> DrawResult
+where
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
+    XR: AsRangedCoord<Value = f64>,
+    XR::CoordDescType: ValueFormatter<f64>,
+    YR: AsRangedCoord<Value = f64>,
+    YR::CoordDescType: ValueFormatter<f64>,
+{
     let mut chart = ChartBuilder::on(area)
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(64)
-        .build_cartesian_2d(x_spec, y0..y1)?;
+        .build_cartesian_2d(x_spec, y_spec)?;
     let names = match &p.x {
         XAxis::Categories(n) => n.clone(),
         XAxis::Numeric { .. } => Vec::new(),
@@ -241,7 +292,7 @@ where
         .x_desc(p.x_label.as_str())
         .y_desc(p.y_label.as_str())
         .x_labels(x_labels)
-        .y_labels(8)
+        .y_labels(y_labels)
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .label_style(("sans-serif", 12))
@@ -288,7 +339,12 @@ where
     DB: DrawingBackend,
     DB::ErrorType: 'static,
 {
-    let (v0, v1) = y_bounds(p);
+    // A dot plot's value axis is linear from 0 (`--log-y` is for curves).
+    let linear = Panel {
+        y_log: false,
+        ..p.clone()
+    };
+    let (v0, v1) = y_bounds(&linear);
     let n = names.len();
     let longest = names.iter().map(|s| s.chars().count()).max().unwrap_or(0);
     // Row i of n is drawn at y = n - 1 - i, so the first row is on top.

@@ -40,8 +40,9 @@ pub struct Panel {
     pub x_label: String,
     pub y_label: String,
     pub x: XAxis,
-    /// The y axis starts at 0 (throughputs, latencies, counts), not at the smallest value.
-    pub y_from_zero: bool,
+    /// A logarithmic y axis (`--log-y`: latencies of saturated points can be a thousand
+    /// times the others'); else linear from 0.
+    pub y_log: bool,
     pub series: Vec<Series>,
 }
 
@@ -72,6 +73,7 @@ impl Figure {
 #[derive(Clone, Debug, Default)]
 pub struct Choice {
     pub x: Option<String>,
+    pub log_y: bool,
     pub y: Vec<String>,
     pub title: Option<String>,
 }
@@ -107,6 +109,7 @@ pub fn label(column: &str) -> String {
     }
     let units = [
         ("_mb_s", "MB/s"),
+        ("_bytes", "bytes"),
         ("_iops", "IOPS"),
         ("_ms", "ms"),
         ("_s", "s"),
@@ -132,6 +135,21 @@ pub fn build(t: &Table, choice: &Choice) -> anyhow::Result<Figure> {
             t.source
         ),
     };
+    let mut panels = panels;
+    if choice.log_y {
+        for p in &mut panels {
+            if let Some(q) = p.series.iter().flat_map(|s| &s.points).find(|q| q.y <= 0.0) {
+                bail!(
+                    "{}: --log-y: {:?} has the value {} at x = {}, and a log axis holds only values above 0",
+                    t.source,
+                    p.y_label,
+                    q.y,
+                    q.x
+                );
+            }
+            p.y_log = true;
+        }
+    }
     Ok(Figure { title, panels })
 }
 
@@ -281,7 +299,7 @@ fn sweep(t: &Table, axes: &[String], choice: &Choice) -> anyhow::Result<Vec<Pane
             x_label: label(&t.columns[x]),
             y_label: label(&t.columns[y]),
             x: x_axis.clone(),
-            y_from_zero: true,
+            y_log: false,
             series,
         });
     }
@@ -303,7 +321,7 @@ fn run(t: &Table, choice: &Choice) -> anyhow::Result<Vec<Panel>> {
             },
             y_label: label(&t.columns[y]),
             x: XAxis::Categories(names.clone()),
-            y_from_zero: true,
+            y_log: false,
             series: vec![Series {
                 label: label(&t.columns[y]),
                 points: t
@@ -345,7 +363,7 @@ fn series(t: &Table, choice: &Choice) -> anyhow::Result<Vec<Panel>> {
             x_label: label(&t.columns[x]),
             y_label: label(&t.columns[y]),
             x: XAxis::Numeric { log: false },
-            y_from_zero: true,
+            y_log: false,
             series: configs
                 .iter()
                 .map(|c| Series {
@@ -476,7 +494,7 @@ pub fn cdf_panel(series: Vec<Series>) -> Panel {
         x_label: label("edge_ms"),
         y_label: "fraction of requests".to_string(),
         x: XAxis::Numeric { log: true },
-        y_from_zero: true,
+        y_log: false,
         series,
     }
 }

@@ -26,6 +26,9 @@ pub struct PlotArgs {
     /// series: outstanding, backlog_ops and occupancy when present).
     #[arg(long, value_name = "COLUMN")]
     y: Vec<String>,
+    /// A logarithmic y axis (all plotted values must be above 0).
+    #[arg(long)]
+    log_y: bool,
     /// The figure's title (default: the file's name).
     #[arg(long)]
     title: Option<String>,
@@ -61,6 +64,7 @@ pub fn run(args: PlotArgs) -> anyhow::Result<()> {
     let table = results::read(&args.results)?;
     let choice = figure::Choice {
         x: args.x,
+        log_y: args.log_y,
         y: args.y,
         title: args.title,
     };
