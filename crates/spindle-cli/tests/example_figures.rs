@@ -86,9 +86,13 @@ fn the_script_regenerates_two_example_figures_from_fresh_runs() {
     ] {
         let fresh = std::fs::read_to_string(out.path().join(dir).join(format!("{name}.svg")))
             .expect("a fresh figure");
-        let committed =
-            std::fs::read_to_string(root().join("examples").join(dir).join(format!("{name}.svg")))
-                .unwrap();
+        let committed = std::fs::read_to_string(
+            root()
+                .join("examples")
+                .join(dir)
+                .join(format!("{name}.svg")),
+        )
+        .unwrap();
         // Same title, axis labels and legend (ticks may move with the numbers: those are
         // the texts that parse as numbers), and the same number of markers.
         let words = |s: &str| -> Vec<String> {

@@ -246,7 +246,14 @@ where
     if p.y_log {
         let ticks = ticks_125(y0, y1);
         let n = ticks.len();
-        plot_xy(area, p, x_spec, x_labels, (y0..y1).log_scale().with_key_points(ticks), n)
+        plot_xy(
+            area,
+            p,
+            x_spec,
+            x_labels,
+            (y0..y1).log_scale().with_key_points(ticks),
+            n,
+        )
     } else {
         plot_xy(area, p, x_spec, x_labels, y0..y1, 8)
     }

@@ -548,7 +548,11 @@ mod tests {
             },
         )
         .unwrap();
-        let labels: Vec<&str> = by_q.panels[0].series.iter().map(|s| s.label.as_str()).collect();
+        let labels: Vec<&str> = by_q.panels[0]
+            .series
+            .iter()
+            .map(|s| s.label.as_str())
+            .collect();
         assert_eq!(labels, ["Q=1", "Q=32"]);
         assert!(p.series[0].points[1].saturated && !p.series[0].points[0].saturated);
         assert!(p.series[1].points[1].backlog_grows);

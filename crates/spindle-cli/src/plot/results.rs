@@ -137,8 +137,11 @@ pub fn parse(text: &str, source: &str) -> anyhow::Result<Table> {
     if trimmed.starts_with('{') {
         // One object over many lines is a run report; one object per line is a sweep or
         // validate --json.
+        // (A one-point sweep is one object on one line too: a run report has `latency`.)
         if let Ok(serde_json::Value::Object(obj)) = serde_json::from_str(text) {
-            return run_json(&obj, source);
+            if obj.contains_key("latency") {
+                return run_json(&obj, source);
+            }
         }
         return json_lines(text, source);
     }
@@ -318,7 +321,7 @@ fn json_lines(text: &str, source: &str) -> anyhow::Result<Table> {
         Kind::Validate
     } else {
         bail!(
-            "{source}: JSON lines that are neither `spindle sweep --json` (throughput_iops, mean_ms) nor `spindle validate --json` (drive, rms_ms)"
+            "{source}: JSON that is none of `spindle run --json` (throughput_iops, latency), `spindle sweep --json` (throughput_iops, mean_ms) and `spindle validate --json` (drive, rms_ms)"
         );
     };
     Ok(Table {
@@ -461,7 +464,7 @@ mod tests {
         let e = parse("{\"a\":1}\n{\"a\":2}\n", "x.json")
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("x.json: JSON lines that are neither"), "{e}");
+        assert!(e.starts_with("x.json: JSON that is none of"), "{e}");
         let e = parse("label,throughput_iops,mean_ms\nx,1\n", "r.csv")
             .unwrap_err()
             .to_string();
