@@ -188,9 +188,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         let shown = path.display().to_string();
         if is(path, "toml") {
             let text = std::fs::read_to_string(path).with_context(|| shown.clone())?;
-            let _ = write!(
+            let _ = writeln!(
                 body,
-                "<section class=\"experiment\"><h2>Experiment <code>{}</code></h2><pre>{}</pre></section>\n",
+                "<section class=\"experiment\"><h2>Experiment <code>{}</code></h2><pre>{}</pre></section>",
                 escape(&shown),
                 escape(&text)
             );
@@ -230,7 +230,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
             if t.kind != results::Kind::Validate {
                 let fig = figure::build(&t, &figure::Choice::default())?;
                 let svg = draw::svg(&fig).map_err(|e| anyhow!("{shown}: {e}"))?;
-                let _ = write!(body, "<figure class=\"plot\">{svg}</figure>\n");
+                let _ = writeln!(body, "<figure class=\"plot\">{svg}</figure>");
                 figures += 1;
                 if fig.any_saturated() {
                     body.push_str("<p class=\"note\">Hollow markers and red rows are saturated: the array fell behind the offered load, and their latencies grow with the run's length (docs/report.md).</p>\n");
