@@ -10,8 +10,10 @@ mod calibrate_cmd;
 mod differential_cmd;
 mod drives_cmd;
 mod output;
+mod plot;
 mod progress;
 mod replay;
+mod report_cmd;
 mod run_cmd;
 mod serve_cmd;
 mod sweep_cmd;
@@ -67,6 +69,12 @@ enum Cmd {
     /// Measure a drive from request timing alone (NBD export, block device or file) and
     /// write it as a drive file (docs/calibrate.md).
     Calibrate(calibrate_cmd::CalibrateArgs),
+    /// A figure of a results file (run, sweep, time series, validation CDF) as SVG or PNG
+    /// (docs/plot.md).
+    Plot(plot::PlotArgs),
+    /// One self-contained HTML page of results files: tables, figures, the experiment and
+    /// the recorded verdicts (docs/plot.md).
+    Report(report_cmd::ReportArgs),
 }
 
 fn main() {
@@ -84,6 +92,8 @@ fn main() {
         Cmd::Serve(args) => serve_cmd::run(args),
         Cmd::TrackAlign(args) => track_align_cmd::run(args),
         Cmd::Calibrate(args) => calibrate_cmd::run(args, cli.quiet),
+        Cmd::Plot(args) => plot::run(args),
+        Cmd::Report(args) => report_cmd::run(args),
     };
     if let Err(err) = result {
         // A closed pipe on stdout (`spindle … | head`) is not an error.

@@ -19,7 +19,7 @@ use spindle::config::{resolve_drive, ValidateSpec};
 use spindle::drive::{disksim::import_parv, library, Drive};
 use spindle::sim::ReplayRequests;
 use spindle::validate::{
-    self, plot, ClassMeans, DiskSimCdfs, ValidateReader, ValidateTraceError, Validation,
+    self, ClassMeans, DiskSimCdfs, ValidateReader, ValidateTraceError, Validation,
 };
 use spindle::workload::trace;
 use std::fmt::Write as _;
@@ -292,36 +292,36 @@ fn drive_dirs(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
-fn svg(d: &Done) -> String {
+/// The drive's service-time CDFs — measured, spindle's and DiskSim 4.0's when its CSV is
+/// there — drawn as `spindle plot` draws a `.cdf.csv` (log time axis).
+fn svg(d: &Done) -> anyhow::Result<String> {
+    use crate::plot::{draw, figure};
     let r = &d.result;
     let measured = d.validation.measured_cdf();
     let simulated = d.validation.simulated_cdf();
-    let mut curves = vec![
-        plot::Curve {
-            label: format!("measured ({} requests)", r.requests),
-            cdf: &measured,
-            color: "#222222",
-            dashed: false,
-        },
-        plot::Curve {
-            label: format!("spindle, rms {:.3} ms", r.rms_ms),
-            cdf: &simulated,
-            color: "#1f77b4",
-            dashed: false,
-        },
+    let mut series = vec![
+        figure::cdf_series(
+            format!("measured ({} requests)", r.requests),
+            measured.points(),
+            false,
+        ),
+        figure::cdf_series(
+            format!("spindle, rms {:.3} ms", r.rms_ms),
+            simulated.points(),
+            false,
+        ),
     ];
     if let Some(ds) = &d.disksim {
-        curves.push(plot::Curve {
-            label: format!("DiskSim 4.0, rms {:.3} ms", ds.rms_ms()),
-            cdf: &ds.disksim,
-            color: "#ff7f0e",
-            dashed: true,
-        });
+        series.push(figure::cdf_series(
+            format!("DiskSim 4.0, rms {:.3} ms", ds.rms_ms()),
+            ds.disksim.points(),
+            true,
+        ));
     }
-    plot::cdf_svg(
-        &format!("{}: service-time CDF ({})", r.drive, r.model),
-        &curves,
-    )
+    draw::svg(&figure::Figure {
+        title: format!("{}: service-time CDF ({})", r.drive, r.model),
+        panels: vec![figure::cdf_panel(series)],
+    })
 }
 
 fn table(done: &[Done]) -> String {
@@ -408,7 +408,7 @@ pub fn run(args: ValidateArgs, quiet: bool) -> anyhow::Result<()> {
             )?;
             crate::output::write_atomically(
                 &out.join(format!("{stem}.cdf.svg")),
-                svg(d).as_bytes(),
+                svg(d)?.as_bytes(),
             )?;
             if let Some(rows) = &d.requests_csv {
                 crate::output::write_atomically(

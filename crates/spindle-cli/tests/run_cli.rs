@@ -519,6 +519,21 @@ fn validate_writes_every_requests_times_on_request() {
         "{}",
         lines[1]
     );
+    // The CDF figure (drawn by the plot module): the three curves, labelled, on a time axis.
+    let svg = std::fs::read_to_string(out.path().join("hp_c2247a.cdf.svg")).unwrap();
+    for label in [
+        "measured (9999 requests)",
+        "spindle, rms 0.0",
+        "DiskSim 4.0, rms 0.090 ms",
+        "service time (ms)",
+        "fraction of requests",
+    ] {
+        assert!(svg.contains(label), "{label} missing from the CDF figure");
+    }
+    // Each curve in its own colour (measured blue, spindle vermillion, DiskSim green).
+    for colour in ["#0072B2", "#D55E00", "#009E73"] {
+        assert!(svg.contains(&format!("stroke=\"{colour}\"")), "{colour}");
+    }
     let o = spindle(&["validate", dir.to_str().unwrap(), "--requests"]);
     assert_eq!(o.status.code(), Some(2), "--requests needs --out");
 }

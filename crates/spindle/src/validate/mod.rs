@@ -14,13 +14,11 @@
 //! # Brief overview
 //! * [`trace`]: the streaming reader ([`ValidateReader`]) with line-numbered errors.
 //! * [`demerit`]: buckets, CDFs, the rms, DiskSim's published CDF CSV, our CDF CSV.
-//! * [`plot`]: an SVG chart of the CDFs.
 //!
 //! Pure: the caller opens files and hands over records; nothing here reads a clock.
 
 pub mod demerit;
 pub mod differential;
-pub mod plot;
 pub mod trace;
 
 pub use demerit::{cdf_csv, rms_ms, Cdf, DemeritHistogram, DiskSimCdfs};
