@@ -10,7 +10,6 @@ mod differential_cmd;
 mod drives_cmd;
 mod output;
 mod progress;
-mod replay;
 mod run_cmd;
 mod serve_cmd;
 mod sweep_cmd;
@@ -19,6 +18,7 @@ mod track_align_cmd;
 mod validate_cmd;
 
 use clap::{Parser, Subcommand};
+use spindle_files::replay;
 
 #[derive(Parser)]
 #[command(

@@ -2,13 +2,11 @@
 //! Cartesian product of its `[[axis]]` tables (docs/sweep.md), the points run in parallel,
 //! one row per point in point order.
 
-use crate::{progress, replay, run_cmd::reader_relative_to};
+use crate::progress;
 use anyhow::Context;
 use clap::Args;
-use rayon::prelude::*;
-use spindle::config::ConfigError;
-use spindle::metrics::Report;
 use spindle::sweep::{Format, PointResult, Sweep};
+pub use spindle_files::run_points;
 use std::io::Write;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
@@ -36,9 +34,6 @@ pub fn run(args: SweepArgs, quiet: bool) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
     let sweep = Sweep::parse(&text, &path.display().to_string(), &args.sets)?;
     let base = path.parent().map(Path::to_path_buf);
-    let read_file = reader_relative_to(base.as_deref());
-    let open_trace = replay::opener(base.as_deref());
-    let open_validate = crate::validate_cmd::opener(base.as_deref());
     let n = sweep.len();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs(args.jobs, n))
@@ -46,20 +41,7 @@ pub fn run(args: SweepArgs, quiet: bool) -> anyhow::Result<()> {
         .context("starting the worker threads")?;
 
     // Every point is checked before any runs: a bad value in the last point fails at once.
-    let checked: Vec<Result<(), ConfigError>> = pool.install(|| {
-        (0..n)
-            .into_par_iter()
-            .map(|i| {
-                sweep
-                    .point(i)?
-                    .check(&read_file, &open_trace, &open_validate)
-                    .map_err(|e| sweep.point_error(i, e))
-            })
-            .collect()
-    });
-    if let Some(Err(e)) = checked.into_iter().find(Result::is_err) {
-        return Err(e.into());
-    }
+    spindle_files::check_points(&sweep, base.as_deref(), &pool)?;
 
     let bar = progress::bar(Some(n as u64), quiet, "sweeping");
     let started = std::time::Instant::now();
@@ -109,54 +91,4 @@ fn jobs(asked: Option<NonZeroUsize>, points: usize) -> usize {
         );
     }
     jobs
-}
-
-/// Runs every point of `sweep` on `pool`'s workers and returns the reports in point order;
-/// `done` is called as each point ends. The costliest points start first, each worker taking
-/// the next point in that order when it is free (rayon's splitting of the index range would
-/// leave the order to chance: slow eager-writing points landing last kept the other workers
-/// idle). Files are named relative to `base`.
-pub fn run_points(
-    sweep: &Sweep,
-    base: Option<&Path>,
-    pool: &rayon::ThreadPool,
-    done: &(dyn Fn() + Sync),
-) -> Vec<Result<Report, ConfigError>> {
-    let read_file = reader_relative_to(base);
-    let open_trace = replay::opener(base);
-    let open_validate = crate::validate_cmd::opener(base);
-    let order = sweep.longest_first();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Result<Report, ConfigError>>>> = (0..sweep.len())
-        .map(|_| std::sync::Mutex::new(None))
-        .collect();
-    pool.scope(|s| {
-        for _ in 0..pool.current_num_threads() {
-            s.spawn(|_| loop {
-                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&i) = order.get(k) else {
-                    break;
-                };
-                let report = sweep.point(i).and_then(|p| {
-                    p.run_with(
-                        &read_file,
-                        &open_trace,
-                        &open_validate,
-                        &mut |_, _, _, _| {},
-                    )
-                    .map_err(|e| sweep.point_error(i, e))
-                });
-                done();
-                *slots[i].lock().expect("a worker panicked") = Some(report);
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .expect("a worker panicked")
-                .expect("every point ran")
-        })
-        .collect()
 }
