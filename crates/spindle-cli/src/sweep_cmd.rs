@@ -27,9 +27,17 @@ pub struct SweepArgs {
     /// Points simulated at once (default: one per core; at most 4 per core and one per point).
     #[arg(long, short = 'j', value_name = "N")]
     jobs: Option<NonZeroUsize>,
+    /// Run the points as tasks on the Ray cluster at ADDRESS (`auto`, `host:port`, or
+    /// `local` for a new local one) through the Python package (docs/python.md); the
+    /// interpreter is `$SPINDLE_PYTHON`, else `python3`.
+    #[arg(long, value_name = "ADDRESS", conflicts_with = "jobs")]
+    ray: Option<String>,
 }
 
 pub fn run(args: SweepArgs, quiet: bool) -> anyhow::Result<()> {
+    if let Some(address) = &args.ray {
+        return run_on_ray(&args, address, quiet);
+    }
     let path = &args.file;
     let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
     let sweep = Sweep::parse(&text, &path.display().to_string(), &args.sets)?;
@@ -61,6 +69,50 @@ pub fn run(args: SweepArgs, quiet: bool) -> anyhow::Result<()> {
     std::io::stdout().lock().write_all(out.as_bytes())?;
     for w in spindle::sweep::warnings(&sweep, &points) {
         eprintln!("{w}");
+    }
+    Ok(())
+}
+
+/// `--ray`: hands the sweep to the Python package (`python -m spindle.sweep_cli`), which
+/// runs each point as a Ray task and prints this command's output; its exit status is ours.
+fn run_on_ray(args: &SweepArgs, address: &str, quiet: bool) -> anyhow::Result<()> {
+    let python = std::env::var("SPINDLE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let probe = std::process::Command::new(&python)
+        .args(["-c", "import spindle.sweep_cli"])
+        .output()
+        .with_context(|| format!("--ray needs Python with the spindle package: running {python}"))?;
+    if !probe.status.success() {
+        anyhow::bail!(
+            "--ray needs the Python package spindle (and Ray) in {python}: see docs/python.md \
+             ({})",
+            String::from_utf8_lossy(&probe.stderr).trim().lines().last().unwrap_or("")
+        );
+    }
+    let mut cmd = std::process::Command::new(&python);
+    cmd.args(["-m", "spindle.sweep_cli"])
+        .arg(&args.file)
+        .args(["--ray", address]);
+    for s in &args.sets {
+        cmd.args(["--set", s]);
+    }
+    match format(args) {
+        Format::Csv => {
+            cmd.arg("--csv");
+        }
+        Format::JsonLines => {
+            cmd.arg("--json");
+        }
+        Format::Table => {}
+    }
+    if quiet {
+        cmd.arg("--quiet");
+    }
+    let status = cmd
+        .status()
+        .with_context(|| format!("running {python} -m spindle.sweep_cli"))?;
+    if !status.success() {
+        // The Python side printed why.
+        std::process::exit(status.code().unwrap_or(2));
     }
     Ok(())
 }
