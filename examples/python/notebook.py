@@ -17,13 +17,13 @@ examples = root / "examples"
 # %% [markdown]
 # ## One run: LOOK against the queue length (dissertation fig. 4.5)
 # `spindle.run` takes a path, TOML text or a dict, and overrides (`--set`); the report has
-# the fields of `spindle run --json`.
+# the fields of `spindle run --json`, its `[[compare]]` rows under `compare`.
 
 # %%
-report = spindle.run(examples / "sweep_queue_depth.toml", {"workload.queue_depth": 8})
-r = report.to_dict()
-print(report)
-print(f"{r['throughput_iops']:.1f} IOPS, p99 {r['latency']['all']['p99_ms']:.2f} ms")
+report = spindle.run(examples / "look_vs_queue.toml", {"run.requests": 5000})
+for row in report.rows:
+    print(f"{row['label']:<10} {row['throughput_iops']:7.1f} IOPS, "
+          f"p99 {row['latency']['all']['p99_ms']:6.2f} ms")
 
 # %% [markdown]
 # ## A sweep as a DataFrame
@@ -70,7 +70,7 @@ with tempfile.TemporaryDirectory() as d:
 
 # %%
 try:
-    spindle.run(examples / "sweep_queue_depth.toml", {"workload.queue_depth": 0})
+    spindle.run(examples / "look_vs_queue.toml", {"workload.queue_depth": 0})
 except spindle.ConfigError as e:
     print(f"ConfigError: file={e.file} line={e.line} key={e.key}\n  {e}")
 
