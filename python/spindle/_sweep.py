@@ -83,25 +83,25 @@ def sweep(
     ``backend="local"`` runs the points on ``jobs`` threads (default: one per core);
     ``backend="ray"`` runs each point as a Ray task on the cluster ``ray.init()`` connects
     to (started locally when Ray is not initialised), at most ``max_in_flight`` at once
-    (default: twice the cluster's CPUs), retrying a failed task up to ``max_retries`` times,
-    with a tqdm progress bar when ``progress``. Both return the same rows, in point order.
+    (default: twice the cluster's CPUs), retrying a task lost with its worker or node up to
+    ``max_retries`` times, with a tqdm progress bar when ``progress``. Both return the same rows, in point order.
 
     Every point is checked before any runs (a bad value in the last point fails at once).
     Returns a pandas DataFrame, or the :class:`SweepResult` when ``raw``.
     """
+    if backend not in ("local", "ray"):
+        raise ValueError(f'backend is "local" or "ray", not {backend!r}')
     src, sets = prepare(experiment, axes, overrides, **kwargs)
     n = _core.sweep_len(src.text, src.origin, sets)
     cores = os.cpu_count() or 1
     _core.sweep_check(src.text, src.origin, src.base, sets, jobs or cores)
     if backend == "local":
         results = _core.sweep_local(src.text, src.origin, src.base, sets, jobs or cores)
-    elif backend == "ray":
+    else:
         from ._ray import run_points
 
         results = run_points(
             src, sets, n, max_in_flight=max_in_flight, max_retries=max_retries, progress=progress
         )
-    else:
-        raise ValueError(f'backend is "local" or "ray", not {backend!r}')
     result = SweepResult(src, sets, list(results))
     return result if raw else result.to_dataframe()

@@ -312,7 +312,10 @@ fn parse_format(format: Option<&str>) -> PyResult<Option<TraceFormat>> {
 type Records = Box<dyn Iterator<Item = Result<TraceRecord, trace::TraceError>>>;
 
 /// Opens a trace (gzip/bzip2 undone; format detected unless given).
-fn open_records(path: &str, format: Option<TraceFormat>) -> PyResult<(TraceFormat, &'static str, Records)> {
+fn open_records(
+    path: &str,
+    format: Option<TraceFormat>,
+) -> PyResult<(TraceFormat, &'static str, Records)> {
     let file = std::fs::File::open(path).map_err(|e| trace_error(path, e))?;
     let input = std::io::BufReader::with_capacity(256 * 1024, file);
     let (compression, input) = trace::decompress(input).map_err(|e| trace_error(path, e))?;
@@ -377,7 +380,11 @@ impl TraceBatches {
             device.push(rec.device);
             lba.push(rec.lba);
             sectors.push(rec.sectors);
-            op.push(if rec.op == spindle::Op::Read { "R" } else { "W" });
+            op.push(if rec.op == spindle::Op::Read {
+                "R"
+            } else {
+                "W"
+            });
         }
         if arrival.is_empty() {
             return Ok(None);
