@@ -80,12 +80,18 @@ fn run_on_ray(args: &SweepArgs, address: &str, quiet: bool) -> anyhow::Result<()
     let probe = std::process::Command::new(&python)
         .args(["-c", "import spindle.sweep_cli"])
         .output()
-        .with_context(|| format!("--ray needs Python with the spindle package: running {python}"))?;
+        .with_context(|| {
+            format!("--ray needs Python with the spindle package: running {python}")
+        })?;
     if !probe.status.success() {
         anyhow::bail!(
             "--ray needs the Python package spindle (and Ray) in {python}: see docs/python.md \
              ({})",
-            String::from_utf8_lossy(&probe.stderr).trim().lines().last().unwrap_or("")
+            String::from_utf8_lossy(&probe.stderr)
+                .trim()
+                .lines()
+                .last()
+                .unwrap_or("")
         );
     }
     let mut cmd = std::process::Command::new(&python);
