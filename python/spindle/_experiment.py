@@ -113,24 +113,7 @@ def drives() -> list[dict[str, Any]]:
     full TOML under ``spec``."""
     out = []
     for drive_id, text in _core.drive_specs():
-        name, cap, sector, surfaces, cyls, zones, seek, period, estimated = (
-            _core.drive_summary(drive_id)
-        )
         spec = tomllib.loads(text)
-        out.append(
-            {
-                "id": drive_id,
-                "name": name,
-                "rpm": spec.get("rpm"),
-                "capacity_bytes": cap,
-                "sector_bytes": sector,
-                "surfaces": surfaces,
-                "cylinders": cyls,
-                "zones": zones,
-                "mean_seek_ms": seek,
-                "half_rotation_ms": period / 2.0,
-                "contains_estimates": estimated,
-                "spec": spec,
-            }
-        )
+        summary = _core.drive_summary(drive_id)
+        out.append({"id": drive_id, "rpm": spec.get("rpm"), **summary, "spec": spec})
     return out

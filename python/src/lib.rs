@@ -451,21 +451,24 @@ fn drive_specs() -> Vec<(String, String)> {
 
 /// A built-in drive's derived numbers (as `spindle drives list` shows them).
 #[pyfunction]
-fn drive_summary(id: &str) -> PyResult<(String, u64, u32, u32, u32, usize, f64, f64, bool)> {
+fn drive_summary<'py>(py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyDict>> {
     let d = spindle::config::resolve_drive(id, &spindle_files::reader_relative_to(None))
         .map_err(|e| SpindleError::new_err(format!("drive {id}: {e}")))?;
     let g = d.geometry();
-    Ok((
-        d.name.clone(),
-        g.capacity_bytes(),
-        g.sector_bytes(),
-        g.surfaces(),
-        g.cylinders(),
-        g.zone_count(),
+    let out = PyDict::new(py);
+    out.set_item("name", d.name.clone())?;
+    out.set_item("capacity_bytes", g.capacity_bytes())?;
+    out.set_item("sector_bytes", g.sector_bytes())?;
+    out.set_item("surfaces", g.surfaces())?;
+    out.set_item("cylinders", g.cylinders())?;
+    out.set_item("zones", g.zone_count())?;
+    out.set_item(
+        "mean_seek_ms",
         d.seek_curve(spindle::Op::Read).mean_random().as_ms_f64(),
-        d.period().as_ms_f64(),
-        d.estimated,
-    ))
+    )?;
+    out.set_item("half_rotation_ms", d.period().as_ms_f64() / 2.0)?;
+    out.set_item("contains_estimates", d.estimated)?;
+    Ok(out)
 }
 
 /// The built-in default experiment's TOML (`spindle run` without FILE).
