@@ -53,8 +53,9 @@ fn config_error(e: CoreConfigError) -> PyErr {
 /// `array.dd (from axis …): …`), if it starts with one.
 fn key_of(msg: &str) -> Option<String> {
     let end = msg.find([':', ' '])?;
-    let key = &msg[..end];
-    let ok = !key.is_empty()
+    let (key, rest) = msg.split_at(end);
+    let named = rest.starts_with(':') || rest.starts_with(" (from ");
+    let ok = named
         && key
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-')

@@ -30,9 +30,10 @@ def test_ray_dataframe_equals_local(sweep_file, cluster):
     pd.testing.assert_frame_equal(df_ray, df_local)
 
 
-def test_a_bad_point_on_ray_is_a_config_error(sweep_file, cluster):
-    with pytest.raises(spindle.ConfigError):
+def test_a_bad_point_is_refused_before_any_ray_task(sweep_file, cluster):
+    with pytest.raises(spindle.ConfigError) as e:
         spindle.sweep(sweep_file, backend="ray", axes={"workload.queue_depth": [0]})
+    assert "workload.queue_depth" in str(e.value)
 
 
 def test_the_cli_hands_a_sweep_to_ray(sweep_file, cli, cluster):

@@ -49,8 +49,10 @@ def test_a_bad_value_is_a_config_error_naming_file_line_and_key(tmp_path):
 
 def test_an_unknown_key_and_a_bad_override_are_config_errors(experiment_file):
     with pytest.raises(spindle.ConfigError) as e:
-        spindle.run(EXPERIMENT + "\n[workload2]\nx = 1\n")
+        spindle.run(EXPERIMENT.replace("[run]\n", "[run]\nbogus = 2\n"))
     assert e.value.file == "<string>"
+    assert e.value.key == "run.bogus"
+    assert e.value.line == EXPERIMENT.splitlines().index("[run]") + 2
     with pytest.raises(spindle.ConfigError) as e:
         spindle.run(experiment_file, {"array.scheduler": "no-such-policy"})
     assert "array.scheduler" in str(e.value)
