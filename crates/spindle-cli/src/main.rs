@@ -12,7 +12,6 @@ mod drives_cmd;
 mod output;
 mod plot;
 mod progress;
-mod replay;
 mod report_cmd;
 mod run_cmd;
 mod serve_cmd;
@@ -22,6 +21,7 @@ mod track_align_cmd;
 mod validate_cmd;
 
 use clap::{Parser, Subcommand};
+use spindle_files::replay;
 
 #[derive(Parser)]
 #[command(

@@ -38,22 +38,7 @@ pub struct RunArgs {
     series_ms: f64,
 }
 
-/// Reads a file named inside an experiment: relative paths are taken from the experiment
-/// file's directory first, then from the working directory.
-pub fn reader_relative_to(base: Option<&Path>) -> impl Fn(&str) -> Result<Vec<u8>, String> + '_ {
-    move |name: &str| {
-        let p = Path::new(name);
-        let candidates: Vec<PathBuf> = match base {
-            Some(dir) if p.is_relative() => vec![dir.join(p), p.to_path_buf()],
-            _ => vec![p.to_path_buf()],
-        };
-        let found = candidates
-            .iter()
-            .find(|c| c.exists())
-            .unwrap_or(&candidates[0]);
-        std::fs::read(found).map_err(|e| format!("{}: {e}", found.display()))
-    }
-}
+pub use spindle_files::reader_relative_to;
 
 /// The built-in default compares schedulers and arrays; `--set array.…` on it asks for one
 /// array: its `[array]` table and `[[compare]]` rows give way to the overrides.

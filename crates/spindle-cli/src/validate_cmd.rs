@@ -15,15 +15,11 @@ use crate::progress;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use serde::Serialize;
-use spindle::config::{resolve_drive, ValidateSpec};
+use spindle::config::resolve_drive;
 use spindle::drive::{disksim::import_parv, library, Drive};
-use spindle::sim::ReplayRequests;
-use spindle::validate::{
-    self, ClassMeans, DiskSimCdfs, ValidateReader, ValidateTraceError, Validation,
-};
-use spindle::workload::trace;
+use spindle::validate::{self, ClassMeans, DiskSimCdfs, ValidateReader, Validation};
 use std::fmt::Write as _;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -138,22 +134,7 @@ fn dir_name(dir: &Path) -> String {
         )
 }
 
-fn open_input(path: &Path) -> Result<Box<dyn BufRead>, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (_, input) = trace::decompress(std::io::BufReader::with_capacity(1 << 16, file))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(input)
-}
-
-/// Reads `path` and counts its records, stopping at the first bad line.
-fn count_records(path: &Path) -> Result<u64, String> {
-    let mut n = 0u64;
-    for r in ValidateReader::new(open_input(path)?) {
-        r.map_err(|e| format!("{}: {e}", path.display()))?;
-        n += 1;
-    }
-    Ok(n)
-}
+use spindle_files::{count_validate_records as count_records, open_input};
 
 /// Imports a DiskSim `.parv` (includes resolved beside it).
 fn import(parv: &Path) -> Result<Drive, String> {
@@ -431,28 +412,4 @@ pub fn run(args: ValidateArgs, quiet: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The opener `spindle run` hands to the core for `kind = "validate"` workloads: paths are
-/// relative to `base` (the experiment file's folder) first. The trace is read twice: a first
-/// pass counts the requests and reports a bad line before anything runs.
-pub fn opener(
-    base: Option<&Path>,
-) -> impl Fn(&ValidateSpec, u32) -> Result<(ReplayRequests<'static>, Option<u64>), String> + '_ {
-    move |spec: &ValidateSpec, sector_bytes: u32| {
-        let p = Path::new(&spec.path);
-        let path = match base {
-            Some(dir) if p.is_relative() && dir.join(p).exists() => dir.join(p),
-            _ => p.to_path_buf(),
-        };
-        let count = count_records(&path)?;
-        if count == 0 {
-            return Err(format!("{}: no requests to replay", path.display()));
-        }
-        let shown = path.display().to_string();
-        let requests: ReplayRequests<'static> =
-            Box::new(ValidateReader::new(open_input(&path)?).map(move |r| {
-                r.map(|r| r.replay_request(sector_bytes))
-                    .map_err(|e: ValidateTraceError| format!("{shown}: {e}"))
-            }));
-        Ok((requests, Some(count)))
-    }
-}
+pub use spindle_files::validate_opener as opener;

@@ -20,6 +20,12 @@
 
 use crate::config::{key_line, line_of, ConfigError, Experiment, Setting};
 
+mod output;
+pub use output::{
+    format, to_csv, to_json_lines, to_table, warnings, Format, PointDr, PointEnergy, PointResult,
+    DR_FIELDS, ENERGY_FIELDS,
+};
+
 /// At most this many points: more is a configuration error, not an allocation failure.
 pub const MAX_POINTS: usize = 100_000;
 
