@@ -14,7 +14,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use spindle::config::{ConfigError as CoreConfigError, Experiment, WorkloadKind};
 use spindle::sweep::{Format, PointResult, Sweep};
-use spindle::workload::trace::{self, StatsBuilder, TraceFormat, TraceRecord, TraceStats};
+use spindle::workload::trace::characterise::{CharacteriseBuilder, StatsReport};
+use spindle::workload::trace::{self, StatsBuilder, TraceFormat, TraceRecord};
 use std::path::PathBuf;
 
 create_exception!(
@@ -400,16 +401,6 @@ impl TraceBatches {
     }
 }
 
-/// `spindle trace stats --json`'s object.
-#[derive(serde::Serialize)]
-struct StatsReport<'a> {
-    path: &'a str,
-    format: TraceFormat,
-    compression: &'a str,
-    #[serde(flatten)]
-    stats: &'a TraceStats,
-}
-
 /// A trace's statistics as `spindle trace stats --json` prints them (JSON text).
 #[pyfunction]
 #[pyo3(signature = (path, format=None))]
@@ -418,18 +409,23 @@ fn trace_stats(py: Python<'_>, path: String, format: Option<String>) -> PyResult
     py.allow_threads(move || {
         let (format, compression, records) = open_records(&path, format)?;
         let mut builder = StatsBuilder::new();
+        let mut chars = CharacteriseBuilder::new();
         for r in records {
-            builder.push(&r.map_err(|e| trace_error(&path, e))?);
+            let r = r.map_err(|e| trace_error(&path, e))?;
+            builder.push(&r);
+            chars.push(&r);
         }
         let stats = builder.finish();
         if stats.requests == 0 {
             return Err(trace_error(&path, format!("no requests read as {format}")));
         }
+        let characterisation = chars.finish();
         let report = StatsReport {
             path: &path,
             format,
             compression,
             stats: &stats,
+            characterisation: &characterisation,
         };
         serde_json::to_string(&report).map_err(|e| SpindleError::new_err(e.to_string()))
     })

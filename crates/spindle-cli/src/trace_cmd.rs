@@ -15,10 +15,9 @@ use crate::output::Output;
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde::Serialize;
 use spindle::workload::trace::{
     self,
-    characterise::{Characterisation, CharacteriseBuilder},
+    characterise::{Characterisation, CharacteriseBuilder, StatsReport},
     stats::TraceStats,
     Compression, DeviceSet, SpeedUp, StatsBuilder, TraceError, TraceFormat, TraceIterExt,
     TraceRecord, TraceWriter,
@@ -157,18 +156,6 @@ pub(crate) fn at(path: &Path) -> impl Fn(TraceError) -> anyhow::Error + '_ {
 // ---------------------------------------------------------------------------------------------
 // stats
 
-#[derive(Serialize)]
-struct StatsReport<'a> {
-    path: String,
-    format: TraceFormat,
-    compression: &'a str,
-    #[serde(flatten)]
-    stats: &'a TraceStats,
-    /// With `--json`: the workload parameters of `trace characterise`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    characterisation: Option<&'a Characterisation>,
-}
-
 fn stats(args: &StatsArgs, quiet: bool) -> Result<()> {
     let pb = progress(0, quiet, "reading");
     let opened = open_trace(&args.file, args.format, &pb)?;
@@ -204,12 +191,13 @@ fn stats(args: &StatsArgs, quiet: bool) -> Result<()> {
     };
     let mut out = io::stdout().lock();
     if args.json {
+        let path = args.file.display().to_string();
         let report = StatsReport {
-            path: args.file.display().to_string(),
+            path: &path,
             format: opened.format,
             compression,
             stats: &stats,
-            characterisation: characterisation.as_ref(),
+            characterisation: characterisation.as_ref().expect("characterised for --json"),
         };
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;

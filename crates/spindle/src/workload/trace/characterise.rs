@@ -388,3 +388,16 @@ mod tests {
         assert!(s.dispersion > 100.0 && s.peak_to_mean > 40.0, "{s:?}");
     }
 }
+
+/// The object `spindle trace stats --json` prints (and Python's `spindle.trace.stats`
+/// returns): the trace's statistics, flattened, with its characterisation.
+#[derive(Serialize)]
+pub struct StatsReport<'a> {
+    pub path: &'a str,
+    pub format: super::TraceFormat,
+    /// `none`, `gzip` or `bzip2`.
+    pub compression: &'a str,
+    #[serde(flatten)]
+    pub stats: &'a super::stats::TraceStats,
+    pub characterisation: &'a Characterisation,
+}
