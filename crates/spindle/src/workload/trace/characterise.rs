@@ -21,6 +21,10 @@ use crate::Op;
 pub const BLOCK_BYTES: u64 = 4096;
 /// The window of table 4.2's "read after write (1 hour)".
 pub const RAW_WINDOW_NS: u64 = 3_600 * 1_000_000_000;
+/// The blocks of one request the reuse and working-set measures follow: a longer request
+/// (256 MiB and more; a trace's request may claim up to 2 TiB) counts by its first blocks
+/// only, and is counted in [`Characterisation::truncated_requests`], so memory stays bounded.
+pub const MAX_BLOCKS_PER_REQUEST: u64 = 65_536;
 /// Arrival-count windows for the burstiness measures.
 pub const WINDOWS_MS: [u64; 3] = [10, 100, 1000];
 
@@ -48,6 +52,9 @@ pub struct Characterisation {
     /// go to the disks, dissertation 4.3).
     pub read_accesses: u64,
     pub read_reuse: Vec<ReuseBucket>,
+    /// Requests longer than [`MAX_BLOCKS_PER_REQUEST`] blocks, followed by their first
+    /// blocks only in the working set and reuse distances.
+    pub truncated_requests: u64,
     /// Arrivals per consecutive [`FLUID_WINDOW_MS`] window (for the advisor's burst model;
     /// not printed).
     #[serde(skip)]
@@ -154,6 +161,7 @@ pub struct CharacteriseBuilder {
     read_reuse: Vec<u64>,
     accesses: u64,
     read_accesses: u64,
+    truncated: u64,
 }
 
 impl Default for CharacteriseBuilder {
@@ -178,6 +186,7 @@ impl CharacteriseBuilder {
             read_reuse: vec![0; 64],
             accesses: 0,
             read_accesses: 0,
+            truncated: 0,
         }
     }
 
@@ -193,7 +202,11 @@ impl CharacteriseBuilder {
         self.arrivals_ns.push(now);
         let per = BLOCK_BYTES / 512;
         let first = r.lba / per;
-        let last = (r.lba + u64::from(r.sectors.max(1)) - 1) / per;
+        let mut last = (r.lba + u64::from(r.sectors.max(1)) - 1) / per;
+        if last - first >= MAX_BLOCKS_PER_REQUEST {
+            last = first + MAX_BLOCKS_PER_REQUEST - 1;
+            self.truncated += 1;
+        }
         let (mut raw, mut over) = (false, false);
         for b in first..=last {
             if self.clock >= self.tree.0.len() {
@@ -263,6 +276,7 @@ impl CharacteriseBuilder {
             reuse: buckets(&self.reuse),
             read_accesses: self.read_accesses,
             read_reuse: buckets(&self.read_reuse),
+            truncated_requests: self.truncated,
             window_counts: window_counts(&self.arrivals_ns, FLUID_WINDOW_MS),
         }
     }
@@ -332,6 +346,19 @@ mod tests {
             sectors,
             op,
         }
+    }
+
+    /// A request of 2^32 - 1 sectors (2 TiB) is followed by its first blocks only: memory
+    /// stays bounded, and the truncation is counted.
+    #[test]
+    fn a_huge_request_is_followed_by_its_first_blocks() {
+        let mut b = CharacteriseBuilder::new();
+        b.push(&rec(0, 0, u32::MAX, Op::Write));
+        b.push(&rec(1, 0, 8, Op::Read));
+        let c = b.finish();
+        assert_eq!(c.truncated_requests, 1);
+        assert_eq!(c.working_set_blocks, MAX_BLOCKS_PER_REQUEST);
+        assert_eq!(c.block_accesses, MAX_BLOCKS_PER_REQUEST + 1);
     }
 
     #[test]
