@@ -61,6 +61,10 @@ pub struct AdviseArgs {
     /// One JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Simulate every candidate to its end, even once its mean latency is proven worse than
+    /// another's (slow on saturated candidates; to check the advisor's giving up).
+    #[arg(long)]
+    no_give_up: bool,
     /// Override a key of the workload's experiment, e.g. `--set run.requests=20000`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
@@ -294,18 +298,37 @@ struct Row {
     headroom: Option<f64>,
     saturated: bool,
     sustainable: bool,
+    /// The simulation gave up at this virtual time: its mean latency was proven to be at
+    /// least `mean_ms_at_least` (then the simulated figures cover only the requests answered
+    /// by then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped_at_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mean_ms_at_least: Option<f64>,
     why: String,
 }
 
 impl Row {
     fn ok(&self) -> bool {
-        !self.saturated && self.sustainable
+        !self.saturated && self.sustainable && self.stopped_at_s.is_none()
     }
 
+    /// The simulated metric; for a stopped run, the proven lower bound on its mean.
     fn metric(&self, m: Metric) -> f64 {
+        if let Some(b) = self.mean_ms_at_least {
+            return b;
+        }
         match m {
             Metric::MeanMs => self.simulated_mean_ms,
             Metric::P99Ms => self.simulated_p99_ms,
+        }
+    }
+
+    /// The simulated mean for people: "≥ X" for a stopped run.
+    fn mean_text(&self) -> String {
+        match self.mean_ms_at_least {
+            Some(b) => format!("≥ {b:.2}"),
+            None => format!("{:.2}", self.simulated_mean_ms),
         }
     }
 }
@@ -340,19 +363,33 @@ fn point(w: &Workload, c: &Candidate) -> Result<Experiment, String> {
     Ok(exp)
 }
 
-/// Simulates `todo` (rank, ranked, experiment) on `pool`, one bar step each.
+/// `exp` giving up once its mean latency is proven above `ms` (`run.give_up_mean_ms`).
+fn giving_up(exp: Experiment, ms: Option<f64>) -> Result<Experiment> {
+    let Some(ms) = ms else { return Ok(exp) };
+    Ok(exp.with_settings(&[Setting {
+        key: "run.give_up_mean_ms".into(),
+        value: toml::Value::Float(ms),
+        from: "the advisor's bound on a candidate out of the question".into(),
+        line: None,
+    }])?)
+}
+
+/// Simulates `todo` (rank, ranked, experiment) on `pool`, one bar step each, each run giving
+/// up once its mean latency is proven above `give_up_ms`.
 fn simulate(
     w: &Workload,
     todo: Vec<(usize, &Ranked, Experiment)>,
     pool: &rayon::ThreadPool,
     quiet: bool,
     what: &str,
+    give_up_ms: Option<f64>,
 ) -> Result<Vec<Row>> {
     let bar = progress::bar(Some(todo.len() as u64), quiet, what);
     let rate = w.load.rate_iops;
     let rows: Vec<Result<Row>> = pool.install(|| {
         todo.into_par_iter()
             .map(|(rank, r, exp)| {
+                let exp = giving_up(exp, give_up_ms)?;
                 let read_file = reader_relative_to(w.base.as_deref());
                 let open_trace = replay::opener(w.base.as_deref());
                 let open_validate = crate::validate_cmd::opener(w.base.as_deref());
@@ -382,6 +419,8 @@ fn simulate(
                     headroom: rate.map(|x| p.max_iops / x),
                     saturated: rep.saturated,
                     sustainable: rep.sustainable,
+                    stopped_at_s: rep.stopped.as_ref().map(|x| x.at_s),
+                    mean_ms_at_least: rep.stopped.as_ref().map(|x| x.mean_ms_at_least),
                     why: p.why.clone(),
                 })
             })
@@ -389,6 +428,60 @@ fn simulate(
     });
     bar.finish_and_clear();
     rows.into_iter().collect()
+}
+
+/// Simulates `todo`, giving up on candidates out of the question (none with `cap` None).
+/// Each run first stops once its mean latency is proven above `cap` ms. If a run stopped, and the best candidate
+/// that kept up has a metric above the cap, the stopped ones run again with that metric as
+/// the bound (a second stop proves them worse than it); if none kept up, again with ten
+/// times the bound, twice, then to the end. So a stopped row is always proven worse than the
+/// choice — by the mean; for a p99 target, its mean exceeds the choice's p99.
+fn simulate_ranked(
+    w: &Workload,
+    todo: Vec<(usize, &Ranked, Experiment)>,
+    ranked: &[Ranked],
+    pool: &rayon::ThreadPool,
+    quiet: bool,
+    metric: Metric,
+    mut cap: Option<f64>,
+) -> Result<Vec<Row>> {
+    let mut rows = simulate(w, todo, pool, quiet, "simulating", cap)?;
+    for round in 0.. {
+        let Some(c) = cap else { break };
+        let stopped: Vec<usize> = rows
+            .iter()
+            .filter(|r| r.stopped_at_s.is_some())
+            .map(|r| r.rank)
+            .collect();
+        if stopped.is_empty() {
+            break;
+        }
+        let best_ok = rows
+            .iter()
+            .filter(|r| r.ok())
+            .map(|r| r.metric(metric))
+            .min_by(f64::total_cmp);
+        cap = match best_ok {
+            Some(m) if m <= c => break,
+            Some(m) => Some(m),
+            None if round < 2 => Some(c * 10.0),
+            None => None,
+        };
+        let again = stopped
+            .iter()
+            .map(|&rank| {
+                let r = &ranked[rank - 1];
+                point(w, &r.candidate)
+                    .map(|exp| (rank, r, exp))
+                    .map_err(|e| anyhow!("{}: {e}", r.candidate.label()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let redone = simulate(w, again, pool, quiet, "simulating again", cap)?;
+        rows.retain(|r| r.stopped_at_s.is_none());
+        rows.extend(redone);
+    }
+    rows.sort_by_key(|r| r.rank);
+    Ok(rows)
 }
 
 /// The output (`--json`).
@@ -485,8 +578,17 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
         .build()
         .context("starting the worker threads")?;
     let started = std::time::Instant::now();
-    let mut rows = simulate(&w, todo, &pool, quiet, "simulating")?;
-    rows.sort_by_key(|r| r.rank);
+    // A run gives up once proven out of the question (docs/advise.md, "Giving up"): at
+    // first at 5 times the best prediction (at least 20 ms).
+    let best_predicted = todo
+        .iter()
+        .map(|(_, r, _)| &r.prediction)
+        .filter(|p| !p.saturated)
+        .map(|p| target.metric.of(p))
+        .filter(|m| m.is_finite())
+        .min_by(f64::total_cmp);
+    let cap = (!args.no_give_up).then(|| (5.0 * best_predicted.unwrap_or(0.0)).max(20.0));
+    let rows = simulate_ranked(&w, todo, &ranked, &pool, quiet, target.metric, cap)?;
     let choice = best(&rows, target.metric);
 
     // The smallest disk count whose best predicted candidate meets the target, simulated.
@@ -518,7 +620,17 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
                     Some(x) => x.clone(),
                     None => match point(&w, &r.candidate) {
                         Ok(exp) => {
-                            let mut v = simulate(&w, vec![(i + 1, r, exp)], &pool, quiet, "disks")?;
+                            // Proven above the goal: it does not meet it.
+                            let give_up = (target.metric == Metric::MeanMs && !args.no_give_up)
+                                .then_some(goal);
+                            let mut v = simulate(
+                                &w,
+                                vec![(i + 1, r, exp)],
+                                &pool,
+                                quiet,
+                                "disks",
+                                give_up,
+                            )?;
                             v.remove(0)
                         }
                         Err(_) => continue,
@@ -559,8 +671,15 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
                     Some(x) => Some(x.clone()),
                     None => match point(&w, &r.candidate) {
                         Ok(exp) => Some(
-                            simulate(&w, vec![(i + 1, r, exp)], &pool, quiet, "one more disk")?
-                                .remove(0),
+                            simulate(
+                                &w,
+                                vec![(i + 1, r, exp)],
+                                &pool,
+                                quiet,
+                                "one more disk",
+                                (!args.no_give_up).then_some(with_memory),
+                            )?
+                            .remove(0),
                         ),
                         Err(_) => None,
                     },
@@ -572,8 +691,15 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
                     match r {
                         Some(r) => match point(&w, &r.candidate) {
                             Ok(exp) => Some(
-                                simulate(&w, vec![(0, &r, exp)], &pool, quiet, "one more disk")?
-                                    .remove(0),
+                                simulate(
+                                    &w,
+                                    vec![(0, &r, exp)],
+                                    &pool,
+                                    quiet,
+                                    "one more disk",
+                                    (!args.no_give_up).then_some(with_memory),
+                                )?
+                                .remove(0),
                             ),
                             Err(_) => None,
                         },
@@ -590,12 +716,12 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
                     with_memory
                 ),
                 Some(d) => format!(
-                    "memory: {:.0} MB of cache ({:.1} % of reads hit) at {:.2} ms beats one more disk ({} at {:.2} ms{}) (M = {m})",
+                    "memory: {:.0} MB of cache ({:.1} % of reads hit) at {:.2} ms beats one more disk ({} at {} ms{}) (M = {m})",
                     cache_bytes / 1e6,
                     hit * 100.0,
                     with_memory,
                     d.configuration,
-                    d.simulated_mean_ms,
+                    d.mean_text(),
                     if d.ok() { "" } else { ", saturated" }
                 ),
                 None => "no configuration of one more disk could be simulated".into(),
@@ -709,7 +835,9 @@ fn table(a: &Advice) -> String {
     );
     t.push_str(&head);
     for r in &a.simulated {
-        let state = if r.saturated {
+        let state = if r.stopped_at_s.is_some() {
+            "GAVE UP"
+        } else if r.saturated {
             "SATURATED"
         } else if !r.sustainable {
             "UNSUSTAINABLE"
@@ -722,14 +850,27 @@ fn table(a: &Advice) -> String {
             r.configuration,
             r.disks,
             ms(r.predicted_mean_ms),
-            ms(r.simulated_mean_ms),
+            match r.mean_ms_at_least {
+                Some(b) => format!("≥{}", ms(b)),
+                None => ms(r.simulated_mean_ms),
+            },
             ms(r.predicted_p99_ms),
-            ms(r.simulated_p99_ms),
+            if r.stopped_at_s.is_some() {
+                "-".into()
+            } else {
+                ms(r.simulated_p99_ms)
+            },
             r.utilization * 100.0,
             r.headroom.map_or("-".into(), |h| format!("{h:.2}x")),
             state,
             r.why
         ));
+    }
+    if a.simulated.iter().any(|r| r.stopped_at_s.is_some()) {
+        t.push_str(
+            "(GAVE UP: the simulation stopped once its mean latency was proven to exceed the \
+             bound shown, worse than the choice — docs/advise.md, \"Giving up\")\n",
+        );
     }
     t.push('\n');
     match &a.choice {

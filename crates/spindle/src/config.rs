@@ -680,6 +680,11 @@ pub struct RunSpec {
     /// Sample the array's state every this many ms of virtual time (`spindle run --series`).
     #[serde(default)]
     pub series_ms: Option<f64>,
+    /// Stop once the measured requests' mean latency is proven to exceed this many ms (the
+    /// report says so: `stopped`); for sweeps and the advisor, where a saturated
+    /// configuration is out of the question long before its run would end.
+    #[serde(default)]
+    pub give_up_mean_ms: Option<f64>,
 }
 
 fn ten_thousand() -> u64 {
@@ -694,6 +699,7 @@ impl Default for RunSpec {
             cooldown_requests: None,
             drain: false,
             series_ms: None,
+            give_up_mean_ms: None,
         }
     }
 }
@@ -1637,6 +1643,19 @@ impl Experiment {
                 }
             }
         };
+        let give_up = match r.give_up_mean_ms {
+            None => None,
+            Some(ms) if !(ms.is_finite() && ms > 0.0) => {
+                return Err(self.error("run.give_up_mean_ms", format!("must be > 0, got {ms}")))
+            }
+            Some(_) if workload.count().is_none() => {
+                return Err(self.error(
+                    "run.give_up_mean_ms",
+                    "needs the workload's request count (the bound is a mean over all of them)",
+                ))
+            }
+            Some(ms) => Some(Span::from_ms_f64(ms)),
+        };
         Ok(Prepared {
             array,
             layout_label,
@@ -1653,6 +1672,7 @@ impl Experiment {
                         return Err(self.error("run.series_ms", format!("must be > 0, got {ms}")))
                     }
                 },
+                give_up,
             },
             drive_id: drive.id.clone(),
             workload_label,

@@ -10,7 +10,7 @@
 //! a bar, and [`run_observed`] hands every completion to a second callback.
 
 use crate::engine::{Action, Completion, Engine, Event, HostRequest};
-use crate::metrics::{Collector, Edge, RebuildWatch, Report, SeriesPoint};
+use crate::metrics::{Collector, Edge, RebuildWatch, Report, SeriesPoint, StoppedReport};
 use crate::workload::synthetic::Generator;
 use crate::{Nanos, Op, Span};
 use std::cmp::Reverse;
@@ -58,6 +58,17 @@ pub enum Workload<'a> {
     },
 }
 
+impl Workload<'_> {
+    /// The number of requests the workload issues, when known.
+    pub fn count(&self) -> Option<u64> {
+        match self {
+            Workload::Closed { requests, .. } => Some(*requests),
+            Workload::Timed { requests, .. } => *requests,
+            Workload::Replay { count, .. } => *count,
+        }
+    }
+}
+
 /// What to measure (see [`crate::metrics`]): requests by issue index, and whether the run
 /// goes on after the last host request to finish deferred work.
 #[derive(Copy, Clone, Debug, Default)]
@@ -70,6 +81,11 @@ pub struct Window {
     /// Sample the array's state every this long of virtual time, from 0 ([`SeriesPoint`]s
     /// in [`Report::series`]).
     pub series: Option<Span>,
+    /// Give up once the measured requests' mean latency is proven to exceed this (their
+    /// latencies so far already sum past it times their number: [`Report::stopped`]). A
+    /// saturated configuration's queue, and the scheduler's work per request, grows without
+    /// bound; its run can stop as soon as it is out of the question. Needs the request count.
+    pub give_up: Option<Span>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -218,11 +234,7 @@ pub fn run_observed(
     progress: &mut dyn FnMut(u64, Option<u64>),
     on_complete: &mut dyn FnMut(&Completion),
 ) -> Result<Report, SimError> {
-    let (total, timed) = match &workload {
-        Workload::Closed { requests, .. } => (Some(*requests), false),
-        Workload::Timed { requests, .. } => (*requests, true),
-        Workload::Replay { count, .. } => (*count, false),
-    };
+    let (total, timed) = (workload.count(), matches!(workload, Workload::Timed { .. }));
     let mut collector = Collector::new(window.warmup, total, window.cooldown, timed);
     let mut events = DiskEvents::with_capacity(array.disk_count() * 2);
     let mut issued = 0u64;
@@ -233,9 +245,14 @@ pub fn run_observed(
     let mut held: HashMap<u64, Nanos> = HashMap::new();
     let capacity = array.capacity_sectors();
     let mut rebuild_watch = RebuildWatch::default();
+    // A timed run that gave up: requests still waiting for a host slot, and not yet arrived.
+    let mut unanswered_in_host = 0u64;
+    let mut not_arrived: Option<u64> = None;
 
     let mut series: Vec<SeriesPoint> = Vec::new();
     let mut next_sample = window.series.map(|_| Nanos::ZERO);
+    // Set when the run gives up (`window.give_up`): the instant and the proven bound (ns).
+    let mut gave_up: Option<(Nanos, f64)> = None;
     // Before the array handles anything at `t`: the window may open; samples due up to `t`
     // see the state the last event left (nothing changes between events).
     macro_rules! reach {
@@ -250,6 +267,15 @@ pub fn run_observed(
             }
             collector.reach(t, |at| edge(&array, at));
             last_event = t;
+            if let Some(limit) = window.give_up {
+                if gave_up.is_none() {
+                    if let Some(b) = collector.mean_latency_at_least(t) {
+                        if b > limit.0 as f64 {
+                            gave_up = Some((t, b));
+                        }
+                    }
+                }
+            }
         }};
     }
     // Issues `r` at `at` (its arrival, or later if it waited in the host).
@@ -319,6 +345,9 @@ pub fn run_observed(
             }
             // Closed-loop streams: request i belongs to stream i mod Q.
             loop {
+                if gave_up.is_some() {
+                    break;
+                }
                 while let Some(c) = events.pump(&mut array) {
                     record!(c);
                     if issued < requests {
@@ -364,6 +393,11 @@ pub fn run_observed(
                 collector.set_total(0);
             }
             loop {
+                if gave_up.is_some() {
+                    unanswered_in_host = host.len() as u64;
+                    not_arrived = total.map(|n| n.saturating_sub(arrived));
+                    break;
+                }
                 while let Some(c) = events.pump(&mut array) {
                     record!(c);
                 }
@@ -425,7 +459,7 @@ pub fn run_observed(
                 }
             }
             assert!(
-                host.is_empty(),
+                host.is_empty() || gave_up.is_some(),
                 "the run ended with requests waiting in the host"
             );
         }
@@ -437,6 +471,9 @@ pub fn run_observed(
             let mut outstanding: Option<u64> = None;
             let mut exhausted = false;
             loop {
+                if gave_up.is_some() {
+                    break;
+                }
                 while let Some(c) = events.pump(&mut array) {
                     if outstanding == Some(c.id) {
                         outstanding = None;
@@ -487,17 +524,22 @@ pub fn run_observed(
                 }
             }
             assert!(
-                outstanding.is_none(),
+                outstanding.is_none() || gave_up.is_some(),
                 "the replay ended with its request unanswered"
             );
         }
     }
-    assert_eq!(
-        array.outstanding(),
-        0,
+    assert!(
+        array.outstanding() == 0 || gave_up.is_some(),
         "the run ended with host requests unanswered"
     );
-    assert!(held.is_empty(), "every held request was answered");
+    assert!(
+        held.is_empty() || gave_up.is_some(),
+        "every held request was answered"
+    );
+    if let Some((at, _)) = gave_up {
+        collector.stop(at, |at| edge(&array, at));
+    }
     progress(done, total);
     let counters: Vec<_> = (0..array.disk_count()).map(|d| array.counters(d)).collect();
     let busy: u64 = (0..array.disk_count())
@@ -509,6 +551,19 @@ pub fn run_observed(
         .then(|| last_event.saturating_since(last_host_done).0 as f64 / 1e9);
     let mut report = collector.finish(counters, array.sector_bytes(), issued, drained_s);
     report.series = series;
+    if let (Some((at, bound)), Some(limit)) = (gave_up, window.give_up) {
+        report.stopped = Some(StoppedReport {
+            at_s: at.0 as f64 / 1e9,
+            limit_ms: limit.as_ms_f64(),
+            mean_ms_at_least: bound / 1e6,
+            unanswered: array.outstanding() as u64 + unanswered_in_host,
+            not_arrived: if timed {
+                not_arrived
+            } else {
+                total.map(|n| n.saturating_sub(issued))
+            },
+        });
+    }
     report.rebuild = rebuild_watch.finish(array.rebuild());
     if let Some(r) = &report.rebuild {
         report.rebuild_s = Some(r.started_s.zip(r.done_s).map(|(a, b)| b - a));

@@ -135,6 +135,7 @@ requests = 10000           # synthetic workloads; a trace replays all its reques
 # cooldown_requests = 1500 # absent: 15 % of requests (synthetic), 0 (trace, validate)
 drain = false
 # series_ms = 100.0        # absent: no time series (spindle run --series)
+# give_up_mean_ms = 100.0  # absent: run to the end; else stop once the mean latency is proven above it
 
 [power]                    # spin-down policy of every disk (docs/power.md)
 policy = "never"           # never | timeout | adaptive | explicit

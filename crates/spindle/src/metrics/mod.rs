@@ -28,7 +28,7 @@ pub use rebuild::RebuildWatch;
 pub use report::{
     BacklogReport, BreakdownMs, CacheReport, DiskReport, DuringReport, EnergyReport,
     HostQueueReport, LatencyStats, LatentReport, PagedReport, RebuildReport, Report, SeriesPoint,
-    StateSeconds, WriteCacheReport,
+    StateSeconds, StoppedReport, WriteCacheReport,
 };
 
 use crate::drive::PowerTotals;
@@ -87,6 +87,12 @@ pub struct Collector {
     host_queue_end: u64,
     /// ∫ host queue length dt over the window (ns · requests).
     host_queue_area: u128,
+    /// Measured requests arrived and not yet answered, and ∫ of their number dt up to
+    /// `in_system_at` (ns · requests): the measured latencies' sum so far, the answered
+    /// ones' whole and the rest's up to now — a lower bound on their final sum.
+    in_system: u64,
+    in_system_area: u128,
+    in_system_at: Nanos,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -118,6 +124,9 @@ impl Collector {
             host_queue_start: 0,
             host_queue_end: 0,
             host_queue_area: 0,
+            in_system: 0,
+            in_system_area: 0,
+            in_system_at: Nanos::ZERO,
         };
         if let Some(t) = total {
             c.set_total(t);
@@ -142,6 +151,35 @@ impl Collector {
     pub fn on_arrival(&mut self, index: u64, at: Nanos) {
         if index == self.warmup {
             self.opens_at = Some(at);
+        }
+        if self.is_measured(index) {
+            self.advance_in_system(at);
+            self.in_system += 1;
+        }
+    }
+
+    fn advance_in_system(&mut self, to: Nanos) {
+        let to = to.max(self.in_system_at);
+        self.in_system_area +=
+            u128::from(self.in_system) * u128::from(to.since(self.in_system_at).0);
+        self.in_system_at = to;
+    }
+
+    /// A lower bound at `now` on the mean latency the measured requests will have: every
+    /// latency so far counted up to `now` (answered ones in full), over all measured
+    /// requests. None while their number is unknown.
+    pub fn mean_latency_at_least(&self, now: Nanos) -> Option<f64> {
+        let total = self.measured_total.filter(|&n| n > 0)?;
+        let pending =
+            u128::from(self.in_system) * u128::from(now.saturating_since(self.in_system_at).0);
+        Some((self.in_system_area + pending) as f64 / total as f64)
+    }
+
+    /// The run stops at `at` before every request is answered (`Window::give_up`): the
+    /// window closes there, with `edge(at)`.
+    pub fn stop(&mut self, at: Nanos, edge: impl FnOnce(Nanos) -> Edge) {
+        if self.start.is_some() && self.end.is_none() {
+            self.end = Some(edge(at));
         }
     }
 
@@ -175,6 +213,8 @@ impl Collector {
         if !self.is_measured(c.id) {
             return;
         }
+        self.advance_in_system(c.done);
+        self.in_system -= 1;
         assert!(
             self.start.is_some(),
             "a measured request completes inside the window"

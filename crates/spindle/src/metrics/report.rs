@@ -177,6 +177,23 @@ pub struct WriteCacheReport {
     pub overflows: u64,
 }
 
+/// A run that gave up (`run.give_up_mean_ms`): the measured requests' mean latency was
+/// already proven to exceed the limit, whatever the rest of the run would do.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StoppedReport {
+    /// Virtual time of the stop.
+    pub at_s: f64,
+    /// The limit given.
+    pub limit_ms: f64,
+    /// The proof: the mean latency of all measured requests is at least this (their
+    /// latencies so far, counted up to the stop, over their number).
+    pub mean_ms_at_least: f64,
+    /// Host requests not answered at the stop (in the array or waiting for a host slot),
+    /// and requests not yet arrived.
+    pub unanswered: u64,
+    pub not_arrived: Option<u64>,
+}
+
 /// Latent sector errors over the window (`array.latent_error_rate`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LatentReport {
@@ -408,6 +425,10 @@ pub struct Report {
     /// (`array.latent_error_rate`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latent: Option<LatentReport>,
+    /// The run gave up before every request was answered (`run.give_up_mean_ms`): the
+    /// figures above cover the requests answered by then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<StoppedReport>,
     /// A disaster-recovery secondary (`workload.kind = "dr"`): the deferred application's
     /// plan, recovery time and energy against the conventional secondary (docs/dr.md).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -524,6 +545,9 @@ impl Report {
         if self.latent.as_ref().is_some_and(|l| l.unrecoverable > 0) {
             f.push_str(" DATA LOST");
         }
+        if self.stopped.is_some() {
+            f.push_str(" STOPPED");
+        }
         if self.dr.as_ref().is_some_and(|d| d.infeasible.is_some()) {
             f.push_str(" INFEASIBLE");
         }
@@ -556,6 +580,20 @@ impl Report {
                     "warning: {}: deferred work grew by {} operations ({} bytes, {} NVRAM \
                      entries) over the {:.3} s window: not sustainable at this load",
                     r.label, g.ops, g.bytes, g.nvram_entries, r.window_s
+                ));
+            }
+            if let Some(x) = &r.stopped {
+                w.push(format!(
+                    "warning: {}: stopped at {:.3} s: the mean latency is already at least {:.1} ms \
+                     (limit {} ms, run.give_up_mean_ms); {} requests unanswered{}; the figures \
+                     cover the requests answered by then",
+                    r.label,
+                    x.at_s,
+                    x.mean_ms_at_least,
+                    x.limit_ms,
+                    x.unanswered,
+                    x.not_arrived
+                        .map_or(String::new(), |n| format!(", {n} not yet arrived"))
                 ));
             }
             if let Some(p) = r.paged.as_ref().filter(|p| p.unaligned_requests > 0) {

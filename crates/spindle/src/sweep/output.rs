@@ -35,6 +35,8 @@ pub struct PointResult {
     pub warnings: Vec<String>,
     /// Requests issued over every row of the report (for the speed line).
     pub requests_issued: u64,
+    /// The run gave up (`run.give_up_mean_ms`): the mean latency it proved.
+    pub stopped_mean_ms_at_least: Option<f64>,
 }
 
 /// A point's energy (the CSV's [`ENERGY_FIELDS`]).
@@ -88,6 +90,7 @@ impl PointResult {
                 infeasible: d.infeasible.as_ref().map(|i| i.reason.clone()),
             }),
             warnings: r.warnings(),
+            stopped_mean_ms_at_least: r.stopped.as_ref().map(|x| x.mean_ms_at_least),
             requests_issued: r.rows().map(|r| r.requests_issued).sum(),
         }
     }
@@ -271,11 +274,15 @@ pub fn to_csv(sweep: &Sweep, reports: &[PointResult]) -> String {
     header.extend(STATE_FIELDS.iter().map(|f| f.to_string()));
     let energy = reports.iter().any(|r| r.energy.is_some());
     let dr = reports.iter().any(|r| r.dr.is_some());
+    let stopped = reports.iter().any(|r| r.stopped_mean_ms_at_least.is_some());
     if energy {
         header.extend(ENERGY_FIELDS.iter().map(|f| f.to_string()));
     }
     if dr {
         header.extend(DR_FIELDS.iter().map(|f| f.to_string()));
+    }
+    if stopped {
+        header.push("stopped_mean_ms_at_least".into());
     }
     let mut s = header.join(",") + "\n";
     for (i, r) in reports.iter().enumerate() {
@@ -312,6 +319,9 @@ pub fn to_csv(sweep: &Sweep, reports: &[PointResult]) -> String {
         }
         if dr {
             cells.extend(r.dr_values().into_iter().map(opt));
+        }
+        if stopped {
+            cells.push(opt(r.stopped_mean_ms_at_least));
         }
         let _ = writeln!(s, "{}", cells.join(","));
     }
@@ -376,6 +386,12 @@ pub fn to_json_lines(sweep: &Sweep, reports: &[PointResult]) -> String {
             fields.push(format!(
                 "\"disk_writes_per_host_write\":{}",
                 serde_json::json!(d)
+            ));
+        }
+        if let Some(b) = r.stopped_mean_ms_at_least {
+            fields.push(format!(
+                "\"stopped_mean_ms_at_least\":{}",
+                serde_json::json!(b)
             ));
         }
         let _ = writeln!(s, "{{{}}}", fields.join(","));
