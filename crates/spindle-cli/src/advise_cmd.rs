@@ -293,6 +293,10 @@ struct Row {
     simulated_mean_ms: f64,
     simulated_p99_ms: f64,
     simulated_iops: f64,
+    /// Host requests outstanding on average when the workload is replayed on this
+    /// configuration (Little's law over the window: answered rate × mean latency); null
+    /// for a run that gave up.
+    outstanding_mean: Option<f64>,
     utilization: f64,
     /// The array's capacity over the offered rate (predicted; > 1 keeps up).
     headroom: Option<f64>,
@@ -415,6 +419,10 @@ fn simulate(
                     simulated_mean_ms: rep.latency.all.mean_ms,
                     simulated_p99_ms: rep.latency.all.p99_ms,
                     simulated_iops: rep.throughput_iops,
+                    outstanding_mean: rep
+                        .stopped
+                        .is_none()
+                        .then(|| rep.throughput_iops * rep.latency.all.mean_ms / 1e3),
                     utilization: rep.mean_utilization(),
                     headroom: rate.map(|x| p.max_iops / x),
                     saturated: rep.saturated,
@@ -722,7 +730,13 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
                     with_memory,
                     d.configuration,
                     d.mean_text(),
-                    if d.ok() { "" } else { ", saturated" }
+                    if d.stopped_at_s.is_some() {
+                        ", proven worse: gave up"
+                    } else if d.ok() {
+                        ""
+                    } else {
+                        ", saturated"
+                    }
                 ),
                 None => "no configuration of one more disk could be simulated".into(),
             };
