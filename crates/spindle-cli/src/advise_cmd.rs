@@ -12,7 +12,7 @@ use serde::Serialize;
 use spindle::config::{resolve_drive, Experiment, Setting, WorkloadKind};
 use spindle::metrics::Report;
 use spindle::model::advise::{candidates, rank, with_cache, Metric, Ranked};
-use spindle::model::predict::{predict, Candidate, Load};
+use spindle::model::predict::{predict, Candidate, Family, Load};
 use spindle::model::DiskModel;
 use spindle::workload::trace::characterise::Characterisation;
 use spindle::workload::trace::TraceFormat;
@@ -114,6 +114,9 @@ struct Workload {
     base: Option<PathBuf>,
     load: Load,
     characterisation: Option<Characterisation>,
+    /// A synthetic workload without a data set of its own: one disk's worth, which the
+    /// other layouts hold by default and a paged array of more disks than copies exceeds.
+    one_disk_bytes: Option<u64>,
 }
 
 /// A speed-up as the trace key takes it: a decimal with at most 9 decimals.
@@ -205,6 +208,7 @@ fn workload(args: &AdviseArgs, quiet: bool) -> Result<Workload> {
             base: None,
             load,
             characterisation: Some(c),
+            one_disk_bytes: None,
         });
     }
     let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
@@ -276,6 +280,7 @@ fn workload(args: &AdviseArgs, quiet: bool) -> Result<Workload> {
         base,
         load,
         characterisation,
+        one_disk_bytes: None,
     })
 }
 
@@ -355,10 +360,18 @@ fn settings_of(c: &Candidate) -> Result<Vec<Setting>> {
 
 /// The experiment of a candidate, checked; Err(why) when the configuration is refused.
 fn point(w: &Workload, c: &Candidate) -> Result<Experiment, String> {
-    let exp = w
-        .exp
-        .with_settings(&settings_of(c).map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
+    let mut settings = settings_of(c).map_err(|e| e.to_string())?;
+    if let (Family::Paged, Some(b)) = (c.family, w.one_disk_bytes) {
+        if c.dr < c.disks {
+            settings.push(Setting {
+                key: "workload.data_set_bytes".into(),
+                value: toml::Value::Integer(b as i64),
+                from: format!("candidate {}: one disk's worth of data", c.label()),
+                line: None,
+            });
+        }
+    }
+    let exp = w.exp.with_settings(&settings).map_err(|e| e.to_string())?;
     let read_file = reader_relative_to(w.base.as_deref());
     let open_trace = replay::opener(w.base.as_deref());
     let open_validate = crate::validate_cmd::opener(w.base.as_deref());
@@ -546,8 +559,12 @@ pub fn run(args: AdviseArgs, quiet: bool) -> Result<()> {
     if w.characterisation.is_none() {
         // A synthetic workload over part of the array's one disk of data seeks over that
         // part only: L = data of the array / data addressed (eq. 2.5).
-        if let Some(b) = w.exp.spec.workload.data_set_bytes.filter(|&b| b > 0) {
-            w.load.locality = (disk.capacity_bytes / b as f64).max(1.0);
+        match w.exp.spec.workload.data_set_bytes.filter(|&b| b > 0) {
+            Some(b) => w.load.locality = (disk.capacity_bytes / b as f64).max(1.0),
+            None => {
+                let page = u64::from(spindle::model::predict::PAGE_BYTES);
+                w.one_disk_bytes = Some(disk.capacity_bytes as u64 / page * page);
+            }
         }
     }
     let all: Vec<Candidate> = counts.iter().flat_map(|&n| candidates(n, DR_MAX)).collect();

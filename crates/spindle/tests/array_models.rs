@@ -300,3 +300,55 @@ fn rlook_throughput_at_q32_follows_the_closed_network() {
         }
     }
 }
+
+/// The paged disk (docs/paged.md) against `model::paged` at Q = 1, one disk's worth of
+/// 4 KiB pages on N disks with r copies each (r ≤ N): reads by eq. 2.14 on a band of r / N
+/// (the nearest of r copies), and writes in place (r = 1). Bound 10 %: the model ignores the
+/// 4 KiB transfer (as eq. 2.19, ≤ 2 %), zoning (≤ 3 %) and the slots a track cannot use
+/// (S − r·P of them: fewer pages a track than the model's share, so a band a few % wider);
+/// measured −8 … +1 %. Bad-tenant writes (r ≥ 2) are a documented disagreement, printed and
+/// not asserted: the model's nearest allowed slot on the track under the head is 2.7–2.8 ms,
+/// the simulator's 3.9–5.7 ms — at Q = 1 writes follow one another on the same track and
+/// use its allowed slots up, then a full replicated write moves the head (docs/advise.md).
+#[test]
+fn the_paged_disk_follows_its_model_at_q1() {
+    use spindle::model::paged;
+    let one_disk = (DISK.capacity_bytes as u64) / 4096 * 4096;
+    for (n, r) in [(1u32, 1u32), (1, 2), (1, 4), (2, 1), (2, 2), (4, 2), (4, 4)] {
+        for reads in [true, false] {
+            let mut sets = vec![
+                "array.layout=\"paged\"".to_string(),
+                format!("array.ds={n}"),
+                format!("array.replicas={r}"),
+                "array.page_kb=4".into(),
+                "array.scheduler=\"fcfs\"".into(),
+                "workload.queue_depth=1".into(),
+                format!("workload.read_fraction={}", if reads { 1.0 } else { 0.0 }),
+            ];
+            if r < n {
+                sets.push(format!("workload.data_set_bytes={one_disk}"));
+            }
+            let text = "seed = 5\n[drive]\nmodel = \"st39133lwv\"\n[workload]\nkind = \"closed\"\n\
+                        size_bytes = 4096\n[run]\nrequests = 6000\n";
+            let exp = Experiment::parse(text, "test", &sets).expect("valid experiment");
+            let rep = exp
+                .run(&no_files, &no_trace, &mut |_, _, _, _| {})
+                .expect("experiment runs");
+            let model = if reads {
+                paged::read_ms(&DISK, n, r, 1.0)
+            } else {
+                paged::write_ms(&DISK, n, r, 4096.0, 1.0)
+            };
+            let got = rep.latency.all.mean_ms;
+            eprintln!("paged {n} r {r} reads {reads}: simulated {got:.3} ms, model {model:.3} ms");
+            if !reads && r > 1 {
+                continue;
+            }
+            assert!(
+                (got / model - 1.0).abs() < 0.10,
+                "paged {n} r {r} ({}): simulated {got:.3} ms vs the model's {model:.3} ms",
+                if reads { "reads" } else { "writes" }
+            );
+        }
+    }
+}

@@ -11,6 +11,8 @@ use super::DiskModel;
 pub const EW_DILUTIONS: [f64; 5] = [1.25, 1.5, 2.0, 3.0, 4.0];
 /// Mirrors Dm tried (beyond 3 copies the writes cost more than reads gain, 2.3.4).
 pub const DM_MAX: u32 = 3;
+/// Copies of a page the advisor tries on paged disks (the layout allows 1–8).
+pub const PAGED_REPLICAS: [u32; 5] = [1, 2, 3, 4, 6];
 
 /// What the ranking optimises: a latency metric, and a bound on it when one is given.
 #[derive(Copy, Clone, Debug, PartialEq, Serialize)]
@@ -39,7 +41,8 @@ impl Metric {
 /// Every candidate on `disks` disks: the SR-Mirror family Ds × Dr × Dm (striping, RAID-10,
 /// SR-Arrays, SR-Mirrors; Dr ≤ `dr_max`, Dm ≤ [`DM_MAX`]), EW-Arrays Dm × Ds × Dd with
 /// Ds·Dd = D/Dm whole and Ds ≥ 1 (Ds fractional), and RAID-5 (one group of D, and groups of
-/// 5 when 5 divides D) from 3 disks.
+/// 5 when 5 divides D) from 3 disks, and paged disks with r copies of each page (r ≤ D, so
+/// the disks hold at least one disk's worth of pages).
 pub fn candidates(disks: u32, dr_max: u32) -> Vec<Candidate> {
     let mut out = Vec::new();
     for dm in 1..=DM_MAX.min(disks) {
@@ -66,6 +69,9 @@ pub fn candidates(disks: u32, dr_max: u32) -> Vec<Candidate> {
         if disks.is_multiple_of(5) && disks > 5 {
             out.push(Candidate::raid5(disks, 5));
         }
+    }
+    for r in PAGED_REPLICAS.into_iter().filter(|&r| r <= disks) {
+        out.push(Candidate::paged(disks, r));
     }
     out
 }

@@ -12,6 +12,7 @@
 //! - [`queueing`]: LOOK/RLOOK/SATF with Q outstanding (eqs. 2.30–2.46), the closed network of
 //!   `examples/sr_array/closed_network.py`, and an open (G/G/1 per disk) queue for a rate;
 //! - [`ew`]: the eager-writing cost model of an EW-Array Dm × Ds × Dd;
+//! - [`paged`]: the paged disk with bad tenants (r copies of each page on its track);
 //! - [`optimal`]: the best Ds × Dr (× Dm) for D disks, p, L and Q (eqs. 2.20, 2.27, 2.43);
 //! - [`predict`]: a candidate configuration's predicted latency and throughput.
 
@@ -19,6 +20,7 @@ pub mod advise;
 pub mod ew;
 pub mod mirror;
 pub mod optimal;
+pub mod paged;
 pub mod predict;
 pub mod queueing;
 pub mod sr_array;

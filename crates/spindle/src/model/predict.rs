@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 use super::queueing::{array_iops, fluid_wait_ms, kingman_wait_ms, look_divisor, wait_p99_ms};
-use super::{ew, mirror, sr_array, DiskModel};
+use super::{ew, mirror, paged, sr_array, DiskModel};
 
 /// A layout family the engine simulates and the advisor enumerates.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -25,6 +25,7 @@ pub enum Family {
     SrMirror,
     EwArray,
     Raid5,
+    Paged,
 }
 
 /// One configuration: the family and its dimensions (Ds may be fractional for EW-Arrays).
@@ -39,6 +40,10 @@ pub struct Candidate {
     /// RAID-5: disks per parity group.
     pub group_width: u32,
 }
+
+/// The paged disk's page: the advisor's block (4 KiB), so 4 KiB-aligned requests are whole
+/// pages.
+pub const PAGE_BYTES: u32 = 4096;
 
 impl Candidate {
     /// A Ds × Dr × Dm member of the SR-Mirror family, named by its family.
@@ -87,6 +92,20 @@ impl Candidate {
         }
     }
 
+    /// `disks` paged disks, each page with `replicas` copies on its track, bad tenants on
+    /// (docs/paged.md); Dr holds the replicas.
+    pub fn paged(disks: u32, replicas: u32) -> Candidate {
+        Candidate {
+            family: Family::Paged,
+            disks,
+            ds: f64::from(disks),
+            dr: replicas,
+            dm: 1,
+            dd: 1.0,
+            group_width: 0,
+        }
+    }
+
     /// A short name: `SR-Array 3x2`, `RAID-10 3x1x2`, `EW-Array 2x1.5x2`, `RAID-5 6 (G 6)`.
     pub fn label(&self) -> String {
         match self.family {
@@ -101,6 +120,7 @@ impl Candidate {
                 fmt_dim(self.dd)
             ),
             Family::Raid5 => format!("RAID-5 {} (G {})", self.disks, self.group_width),
+            Family::Paged => format!("paged {} (r {})", self.disks, self.dr),
         }
     }
 
@@ -127,6 +147,13 @@ impl Candidate {
                 kv("array.disks", self.disks.to_string()),
                 kv("array.group_width", self.group_width.to_string()),
                 kv("array.scheduler", "\"satf\"".into()),
+            ],
+            Family::Paged => vec![
+                kv("array.layout", "\"paged\"".into()),
+                kv("array.ds", self.disks.to_string()),
+                kv("array.replicas", self.dr.to_string()),
+                kv("array.page_kb", (PAGE_BYTES / 1024).to_string()),
+                kv("array.scheduler", "\"fcfs\"".into()),
             ],
         }
     }
@@ -228,6 +255,21 @@ fn parts(d: &DiskModel, c: &Candidate, l: f64, seek_div: f64, xfer: f64) -> Part
                 ops_write: f64::from(c.dm),
                 seek,
                 rot: d.r_ms / f64::from(c.dm + 1),
+            }
+        }
+        Family::Paged => {
+            // First come first served: no gain from a queue (l, not l_eff).
+            let read = paged::read_ms(d, c.disks, c.dr, l) + xfer;
+            let w = paged::write_ms(d, c.disks, c.dr, f64::from(PAGE_BYTES), l) + xfer;
+            Parts {
+                read,
+                write_first: w,
+                write_fg: w,
+                work_read: read,
+                work_write: w,
+                ops_write: 1.0,
+                seek: sr_array::mean_seek_ms(d, l) / paged::band_ds(c.disks, c.dr),
+                rot: d.r_ms / f64::from(c.dr + 1),
             }
         }
         Family::Raid5 => {
