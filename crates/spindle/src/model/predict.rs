@@ -213,6 +213,8 @@ pub struct Prediction {
 /// seek and rotational terms of a read (for the service variance).
 struct Parts {
     read: f64,
+    /// Disk operations per read (1 but for the paged disk: one per page).
+    ops_read: f64,
     write_first: f64,
     write_fg: f64,
     work_read: f64,
@@ -222,7 +224,8 @@ struct Parts {
     rot: f64,
 }
 
-fn parts(d: &DiskModel, c: &Candidate, l: f64, seek_div: f64, xfer: f64) -> Parts {
+fn parts(d: &DiskModel, c: &Candidate, l: f64, seek_div: f64, size_bytes: f64) -> Parts {
+    let xfer = d.transfer_ms(size_bytes);
     // seek_div: eq. 2.42's (1.5q + 1 + 0.5/q)/3 gain of a scheduler over q queued (1 at q ≤ 1).
     let l_eff = l * seek_div;
     let seek = sr_array::mean_seek_ms(d, l_eff) / c.ds;
@@ -234,6 +237,7 @@ fn parts(d: &DiskModel, c: &Candidate, l: f64, seek_div: f64, xfer: f64) -> Part
             let per_copy = sr_array::write_ms(d, c.ds, c.dr, l_eff) + d.two_ms + xfer;
             Parts {
                 read,
+                ops_read: 1.0,
                 write_first: first.min(fg),
                 write_fg: fg,
                 work_read: read,
@@ -248,6 +252,7 @@ fn parts(d: &DiskModel, c: &Candidate, l: f64, seek_div: f64, xfer: f64) -> Part
             let w = ew::eager_write_ms(d, c.ds, c.dd, 4096.0, l_eff) + xfer;
             Parts {
                 read,
+                ops_read: 1.0,
                 write_first: w,
                 write_fg: w,
                 work_read: read,
@@ -258,16 +263,22 @@ fn parts(d: &DiskModel, c: &Candidate, l: f64, seek_div: f64, xfer: f64) -> Part
             }
         }
         Family::Paged => {
-            // First come first served: no gain from a queue (l, not l_eff).
+            // Each page of a request is its own disk command, the pages striped over the
+            // disks (in parallel); first come first served: no gain from a queue (l, not
+            // l_eff).
+            let page = f64::from(PAGE_BYTES);
+            let pages = (size_bytes / page).max(1.0);
+            let xfer = d.transfer_ms(page);
             let read = paged::read_ms(d, c.disks, c.dr, l) + xfer;
-            let w = paged::write_ms(d, c.disks, c.dr, f64::from(PAGE_BYTES), l) + xfer;
+            let w = paged::write_ms(d, c.disks, c.dr, page, l) + xfer;
             Parts {
                 read,
+                ops_read: pages,
                 write_first: w,
                 write_fg: w,
-                work_read: read,
-                work_write: w,
-                ops_write: 1.0,
+                work_read: pages * read,
+                work_write: pages * w,
+                ops_write: pages,
                 seek: sr_array::mean_seek_ms(d, l) / paged::band_ds(c.disks, c.dr),
                 rot: d.r_ms / f64::from(c.dr + 1),
             }
@@ -282,6 +293,7 @@ fn parts(d: &DiskModel, c: &Candidate, l: f64, seek_div: f64, xfer: f64) -> Part
             let access = read + d.two_ms / 2.0;
             Parts {
                 read,
+                ops_read: 1.0,
                 // The non-volatile write cache answers a write (its copy in NVRAM).
                 write_first: 0.0,
                 write_fg: 2.0 * access,
@@ -299,19 +311,18 @@ fn parts(d: &DiskModel, c: &Candidate, l: f64, seek_div: f64, xfer: f64) -> Part
 pub fn predict(d: &DiskModel, c: &Candidate, load: &Load) -> Prediction {
     let rf = load.read_fraction.clamp(0.0, 1.0);
     let disks = f64::from(c.disks.max(1));
-    let xfer = d.transfer_ms(load.size_bytes);
     let l = load.locality.max(0.01);
-    let ops_per_req = |p: &Parts| rf + (1.0 - rf) * p.ops_write;
+    let ops_per_req = |p: &Parts| rf * p.ops_read + (1.0 - rf) * p.ops_write;
     // Scheduling gain from the requests queued at each disk.
     let q_disk = match (load.queue, load.rate_iops) {
         (Some(q), _) => {
-            let p1 = parts(d, c, l, 1.0, xfer);
+            let p1 = parts(d, c, l, 1.0, load.size_bytes);
             (q * ops_per_req(&p1) / disks).max(1.0)
         }
         _ => 1.0,
     };
     let gain = look_divisor(q_disk) / 3.0;
-    let p = parts(d, c, l, gain, xfer);
+    let p = parts(d, c, l, gain, load.size_bytes);
     let work = rf * p.work_read + (1.0 - rf) * p.work_write;
     let ops = ops_per_req(&p);
     let service_op = work / ops;
