@@ -160,7 +160,11 @@ fn eager_writing_arrays_repair_latent_errors_and_report_them() {
         let l = &v["latent"];
         assert!(l["errors"].as_u64().unwrap() > 0, "{layout}: {l}");
         assert!(l["repairs"].as_u64().unwrap() > 0, "{layout}: {l}");
-        assert!(v["rebuild"]["done_s"].is_number(), "{layout}: {}", v["rebuild"]);
+        assert!(
+            v["rebuild"]["done_s"].is_number(),
+            "{layout}: {}",
+            v["rebuild"]
+        );
     }
     // Dd = 2 leaves half of each band free: 0.2 of sectors makes 83 % of locations bad.
     let exp = experiment(dir.path(), &ew("ew-array", "latent_error_rate = 0.2\n"));

@@ -315,18 +315,25 @@ impl Answers {
             Op::Write => self.stats.writes += 1,
         }
         let unread = b.filled.as_ref().is_some_and(|f| f.contains(&false));
-        let failed = b.failed.or_else(|| {
-            unread.then(|| {
-                EmuError::Io(format!(
-                    "latent sector error: the data at sector {} is unreadable on every replica",
-                    b.lba + b.filled.as_ref().and_then(|f| f.iter().position(|&x| !x)).unwrap_or(0) as u64
-                ))
+        let failed = b
+            .failed
+            .or_else(|| {
+                unread.then(|| {
+                    EmuError::Io(format!(
+                        "latent sector error: the data at sector {} is unreadable on every replica",
+                        b.lba
+                            + b.filled
+                                .as_ref()
+                                .and_then(|f| f.iter().position(|&x| !x))
+                                .unwrap_or(0) as u64
+                    ))
+                })
             })
-        }).or_else(|| {
-            (a.op == Op::Write)
-                .then(|| self.nvram_broken.clone().map(EmuError::Io))
-                .flatten()
-        });
+            .or_else(|| {
+                (a.op == Op::Write)
+                    .then(|| self.nvram_broken.clone().map(EmuError::Io))
+                    .flatten()
+            });
         let answer = match failed {
             Some(e) => Err(e),
             None if a.op == Op::Read => Ok(b.data),

@@ -50,8 +50,7 @@ use crate::drive::{Access, Drive, HeadState, Transfer};
 use crate::engine::{
     Action, Backlog, Breakdown, Busy, Cause, DataMove, DiskClock, DiskCounters, DiskReader, Engine,
     Event, FailureConfig, HostRequest, HostSlot, HostTable, LatentCounters, NvramWrite, Outbox,
-    RebuildStatus,
-    RecoverError, Slab,
+    RebuildStatus, RecoverError, Slab,
 };
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};

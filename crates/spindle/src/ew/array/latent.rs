@@ -44,7 +44,12 @@ pub(super) struct EwLatent {
 }
 
 impl EwLatent {
-    pub(super) fn new(rate: f64, block_sectors: u32, seed: u64, disks: usize) -> Result<Self, String> {
+    pub(super) fn new(
+        rate: f64,
+        block_sectors: u32,
+        seed: u64,
+        disks: usize,
+    ) -> Result<Self, String> {
         Ok(EwLatent {
             threshold: threshold(rate, block_sectors)?,
             seed: seed ^ 0x6c61_7465_6e74,
@@ -96,8 +101,10 @@ impl EwArray {
                     bad.len()
                 ));
             }
-            let free_bad: Vec<(BlockId, u32)> =
-                bad.into_iter().filter(|&(s, _)| disk.free.is_free(s)).collect();
+            let free_bad: Vec<(BlockId, u32)> = bad
+                .into_iter()
+                .filter(|&(s, _)| disk.free.is_free(s))
+                .collect();
             l.retired[d] = free_bad.len() as u32;
             disk.free.allocate_sorted(free_bad);
         }
@@ -145,7 +152,11 @@ impl EwArray {
             .expect("the read's copy")
             .1;
         self.unpin(d, a, blocks);
-        self.latent.as_mut().expect("latent errors are on").counters.errors += 1;
+        self.latent
+            .as_mut()
+            .expect("latent errors are on")
+            .counters
+            .errors += 1;
         let mut lost = 0u64;
         let mut again: Vec<(u32, u32)> = Vec::new();
         for b in block..block + blocks {
@@ -162,7 +173,11 @@ impl EwArray {
                 _ => again.push((b, 1)),
             }
         }
-        self.latent.as_mut().expect("latent errors are on").counters.unrecoverable += lost;
+        self.latent
+            .as_mut()
+            .expect("latent errors are on")
+            .counters
+            .unrecoverable += lost;
         for (b, n) in again {
             self.accept_read(now, slot, b, n);
         }
@@ -185,7 +200,12 @@ impl EwArray {
         }
         let version = st.acked;
         self.queue_propagation(now, b, 1, version, m);
-        let p = *self.state(b).props.as_slice().last().expect("the repair just queued");
+        let p = *self
+            .state(b)
+            .props
+            .as_slice()
+            .last()
+            .expect("the repair just queued");
         self.op_mut(p).repair = true;
     }
 
@@ -193,7 +213,11 @@ impl EwArray {
     /// obsolete by a newer write.
     pub(super) fn repair_ended(&mut self, blocks: u32, updated: bool) {
         let bs = self.block_sectors;
-        let c = &mut self.latent.as_mut().expect("repairs need latent errors").counters;
+        let c = &mut self
+            .latent
+            .as_mut()
+            .expect("repairs need latent errors")
+            .counters;
         if updated {
             c.repairs += 1;
             c.repaired_sectors += u64::from(blocks * bs);

@@ -165,9 +165,8 @@ pub(super) fn assert_settled(a: &EwArray) {
                 &away[..away.len().min(5)]
             );
         }
-        let unmapped = |s: &u32| {
-            !disk.free.is_free(*s) && !referenced.contains(s) && !a.is_home(d, *s)
-        };
+        let unmapped =
+            |s: &u32| !disk.free.is_free(*s) && !referenced.contains(s) && !a.is_home(d, *s);
         let leaked: Vec<u32> = (0..disk.free.blocks())
             .filter(|s| unmapped(s) && !a.latent_bad(d, *s))
             .collect();

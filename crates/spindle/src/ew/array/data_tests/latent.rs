@@ -69,7 +69,11 @@ fn latent_errors_are_served_by_another_replica_and_repaired_by_eager_writes() {
         assert_eq!(h.stats.sectors_lost, c.unrecoverable * bs, "{}", h.what);
         if h.a.dm == 1 {
             // One copy: every error loses its data, and nothing is repaired.
-            assert!(c.repairs == 0 && c.unrecoverable >= c.errors, "{}: {c:?}", h.what);
+            assert!(
+                c.repairs == 0 && c.unrecoverable >= c.errors,
+                "{}: {c:?}",
+                h.what
+            );
         }
         t.add(&h);
     }
@@ -101,7 +105,12 @@ fn latent_errors_with_a_failed_disk_and_its_rebuild_lose_no_acknowledged_write()
         assert!(s.done.is_some(), "{}: rebuild unfinished {s:?}", h.what);
         h.check_idle();
         let lost = h.a.latent_counters().expect("on").unrecoverable;
-        assert_eq!(h.stats.sectors_lost, lost * u64::from(h.a.block_sectors), "{}", h.what);
+        assert_eq!(
+            h.stats.sectors_lost,
+            lost * u64::from(h.a.block_sectors),
+            "{}",
+            h.what
+        );
         t.add(&h);
     }
     println!("{t:?}");
