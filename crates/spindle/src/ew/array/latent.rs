@@ -160,13 +160,19 @@ impl EwArray {
         let mut lost = 0u64;
         let mut again: Vec<(u32, u32)> = Vec::new();
         for b in block..block + blocks {
-            let others = self.readable(b) & !(1u64 << m);
-            if self.latent_bad(d, a + (b - block)) {
+            let loc = a + (b - block);
+            // A write may have moved the replica while the read ran: the bad location is
+            // then retired when freed, and the replica's new copy may serve the retry.
+            let moved = self.map.map().get(b, m) != loc;
+            let others = self.readable(b) & if moved { !0 } else { !(1u64 << m) };
+            if self.latent_bad(d, loc) {
                 if others == 0 {
                     lost += 1;
                     continue;
                 }
-                self.mark_unreadable(now, b, m);
+                if !moved {
+                    self.mark_unreadable(now, b, m);
+                }
             }
             match again.last_mut() {
                 Some((s, n)) if *s + *n == b => *n += 1,
