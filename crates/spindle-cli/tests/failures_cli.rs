@@ -137,3 +137,42 @@ fn latent_sector_errors_are_repaired_from_a_mirror_or_reported_as_data_lost() {
         );
     }
 }
+
+/// An EW-Array and a DDM with latent sector errors and a failed disk rebuilt
+/// (docs/failures.md): the report counts the errors met and repaired; a rate that leaves
+/// too few good free locations for eager writing is an error naming the key.
+#[test]
+fn eager_writing_arrays_repair_latent_errors_and_report_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let ew = |layout: &str, extra: &str| {
+        format!(
+            "seed = 2\n[drive]\nmodel = \"st39133lwv\"\n[array]\nlayout = \"{layout}\"\n\
+             dm = 2\nds = 1\ndd = 2\ndata_set_bytes = 20000000\nfailed_disk = 1\n\
+             fail_at_ms = 10000\n{extra}[workload]\nkind = \"open\"\nrate_iops = 100\n\
+             read_fraction = 0.6\nsize_bytes = 8192\n[run]\nrequests = 3000\ndrain = true\n"
+        )
+    };
+    for layout in ["ew-array", "ddm"] {
+        let exp = experiment(dir.path(), &ew(layout, "latent_error_rate = 0.001\n"));
+        let o = spindle(&["run", &exp, "--json", "--quiet"]);
+        assert!(o.status.success(), "{layout}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let l = &v["latent"];
+        assert!(l["errors"].as_u64().unwrap() > 0, "{layout}: {l}");
+        assert!(l["repairs"].as_u64().unwrap() > 0, "{layout}: {l}");
+        assert!(
+            v["rebuild"]["done_s"].is_number(),
+            "{layout}: {}",
+            v["rebuild"]
+        );
+    }
+    // Dd = 2 leaves half of each band free: 0.2 of sectors makes 83 % of locations bad.
+    let exp = experiment(dir.path(), &ew("ew-array", "latent_error_rate = 0.2\n"));
+    let o = spindle(&["run", &exp, "--quiet"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("array.latent_error_rate") && stderr(&o).contains("raise Dd"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -97,6 +97,8 @@ pub struct Stats {
     pub nbd: Option<crate::nbd::ServerStats>,
     /// A paged disk's bad tenants, thin pages and pages cleaned so far (docs/paged.md).
     pub paged: Option<spindle::engine::PagedStatus>,
+    /// Latent sector errors met, repaired and lost so far (docs/failures.md).
+    pub latent: Option<spindle::engine::LatentCounters>,
 }
 
 impl std::fmt::Display for Stats {
@@ -119,6 +121,13 @@ impl std::fmt::Display for Stats {
             self.lateness_max_us,
             self.in_array_mean
         )?;
+        if let Some(l) = &self.latent {
+            write!(
+                f,
+                "; latent sector errors: {} met, {} repaired, {} superseded, {} unrecoverable",
+                l.errors, l.repairs, l.superseded, l.unrecoverable
+            )?;
+        }
         if let Some(p) = &self.paged {
             write!(
                 f,
@@ -535,10 +544,12 @@ impl Driver {
     fn send_stats(&mut self, tx: oneshot::Sender<Stats>) {
         let in_array_mean = self.in_array_mean();
         let paged = self.engine.paged();
+        let latent = self.engine.latent();
         self.io.send(Job::Stats {
             tx,
             in_array_mean,
             paged,
+            latent,
         });
     }
 
@@ -709,6 +720,7 @@ impl Driver {
             id: req.id,
             lba: req.lba,
             data,
+            track: op == Op::Read && self.engine.latent().is_some(),
         });
         self.engine.handle(now, Event::Host(req));
         self.drain();

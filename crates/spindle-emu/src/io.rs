@@ -43,6 +43,9 @@ pub(crate) enum Job {
         id: u64,
         lba: u64,
         data: Vec<u8>,
+        /// A read whose sectors are tracked: one no move fills (a latent sector error on
+        /// every replica: the core answers it without its data) fails the read.
+        track: bool,
     },
     Nvram(NvramWrite),
     Move(DataMove),
@@ -64,6 +67,7 @@ pub(crate) enum Job {
         tx: oneshot::Sender<Stats>,
         in_array_mean: f64,
         paged: Option<spindle::engine::PagedStatus>,
+        latent: Option<spindle::engine::LatentCounters>,
     },
 }
 
@@ -269,6 +273,8 @@ struct HostBuf {
     lba: u64,
     data: Vec<u8>,
     failed: Option<EmuError>,
+    /// A tracked read's sectors filled so far.
+    filled: Option<Vec<bool>>,
 }
 
 /// Everything answering needs, shared by the clock thread and the I/O thread.
@@ -308,11 +314,26 @@ impl Answers {
             Op::Read => self.stats.reads += 1,
             Op::Write => self.stats.writes += 1,
         }
-        let failed = b.failed.or_else(|| {
-            (a.op == Op::Write)
-                .then(|| self.nvram_broken.clone().map(EmuError::Io))
-                .flatten()
-        });
+        let unread = b.filled.as_ref().is_some_and(|f| f.contains(&false));
+        let failed = b
+            .failed
+            .or_else(|| {
+                unread.then(|| {
+                    EmuError::Io(format!(
+                        "latent sector error: the data at sector {} is unreadable on every replica",
+                        b.lba
+                            + b.filled
+                                .as_ref()
+                                .and_then(|f| f.iter().position(|&x| !x))
+                                .unwrap_or(0) as u64
+                    ))
+                })
+            })
+            .or_else(|| {
+                (a.op == Op::Write)
+                    .then(|| self.nvram_broken.clone().map(EmuError::Io))
+                    .flatten()
+            });
         let answer = match failed {
             Some(e) => Err(e),
             None if a.op == Op::Read => Ok(b.data),
@@ -367,11 +388,18 @@ impl Worker {
         // clock thread does not answer that request meanwhile: the move is not performed).
         while let Ok(job) = rx.recv() {
             match job {
-                Job::Host { id, lba, data } => {
+                Job::Host {
+                    id,
+                    lba,
+                    data,
+                    track,
+                } => {
+                    let filled = track.then(|| vec![false; data.len() / sector_bytes]);
                     let buf = HostBuf {
                         lba,
                         data,
                         failed: None,
+                        filled,
                     };
                     lock(&answers).bufs.insert(id, buf);
                 }
@@ -433,10 +461,12 @@ impl Worker {
                     tx,
                     in_array_mean,
                     paged,
+                    latent,
                 } => {
                     let mut a = lock(&answers);
                     a.stats.in_array_mean = in_array_mean;
                     a.stats.paged = paged;
+                    a.stats.latent = latent;
                     let _ = tx.send(a.snapshot());
                 }
             }
@@ -538,6 +568,10 @@ fn perform(store: &mut BackingStore, buf: Option<&mut HostBuf>, ctx: &Ctx<'_>, m
         }
         (Op::Read, Bytes::Host(_), Some(b)) => {
             let at = (mv.lba - b.lba) as usize * sb;
+            if let Some(f) = b.filled.as_mut() {
+                let first = (mv.lba - b.lba) as usize;
+                f[first..first + mv.sectors as usize].fill(true);
+            }
             store
                 .read_runs(mv.disk, &mv.copies[0], &mut b.data[at..at + n])
                 .map_err(|e| (Some(b), e))
@@ -654,6 +688,7 @@ mod tests {
             id: 7,
             lba: 0,
             data: vec![0xab; 512],
+            track: false,
         });
         io.send(Job::Move(DataMove {
             disk: 0,

@@ -59,14 +59,6 @@ pub fn serve_until(
     // The record file first: a bad path is refused before anything starts.
     let record = opts.record.as_deref().map(RecordFile::create).transpose()?;
     let a = &exp.spec.array;
-    if a.latent_error_rate.is_some() {
-        return Err(exp
-            .error(
-                "array.latent_error_rate",
-                "spindle serve does not inject latent sector errors (spindle run simulates them)",
-            )
-            .to_string());
-    }
     let built = exp.build_array(read_file).map_err(|e| e.to_string())?;
     let mut engine = built.engine;
     if !engine.enable_data_moves() {

@@ -32,7 +32,7 @@
 
 mod coverage;
 mod failure;
-mod latent;
+pub(crate) mod latent;
 mod nvram;
 mod piece_index;
 mod table;

@@ -1866,16 +1866,6 @@ impl Experiment {
     fn build_ew(&self, drive: &Arc<Drive>, age_bound: Option<Span>) -> Result<Built, ConfigError> {
         let s = &self.spec;
         let a = &s.array;
-        if a.latent_error_rate.is_some() {
-            return Err(self.error(
-                "array.latent_error_rate",
-                format!(
-                    "latent sector errors are simulated for the mirrored layouts, not yet for \
-                     \"{}\"",
-                    a.layout.name()
-                ),
-            ));
-        }
         let shape = self.ew_shape()?;
         let map_log_replicas = a.map_log_replicas.unwrap_or(1);
         if map_log_replicas == 0 || map_log_replicas > shape.dm {
@@ -1929,9 +1919,17 @@ impl Experiment {
                 free_layout: a.free_layout.unwrap_or_default(),
                 map_log_replicas,
                 failure,
+                latent_error_rate: a.latent_error_rate,
             },
         )
-        .map_err(|m| self.error("array", m))?;
+        .map_err(|m| {
+            let key = if m.contains("latent sector error") {
+                "array.latent_error_rate"
+            } else {
+                "array"
+            };
+            self.error(key, m)
+        })?;
         let label = format!("{} sync-{sync_copies}", shape.describe());
         Ok(Built {
             array: Box::new(ew),

@@ -52,13 +52,8 @@ pub(super) struct Latent {
 impl Latent {
     /// `rate`: the fraction of sectors unreadable, in (0, 1].
     pub(super) fn new(rate: f64, seed: u64) -> Result<Latent, String> {
-        if !(rate.is_finite() && rate > 0.0 && rate <= 1.0) {
-            return Err(format!(
-                "the latent sector error rate is a fraction of sectors in (0, 1], got {rate}"
-            ));
-        }
         Ok(Latent {
-            threshold: (rate * 2f64.powi(64)).min(u64::MAX as f64) as u64,
+            threshold: threshold(rate, 1)?,
             seed,
             rewritten: HashSet::new(),
             retries: HashMap::new(),
@@ -97,8 +92,21 @@ impl Latent {
     }
 }
 
+/// The hash threshold below which a unit of `sectors` sectors is bad when a fraction
+/// `rate` of sectors is: 1 − (1 − rate)^sectors of 2^64 (the eager-writing arrays hash
+/// whole 4 KiB blocks).
+pub(crate) fn threshold(rate: f64, sectors: u32) -> Result<u64, String> {
+    if !(rate.is_finite() && rate > 0.0 && rate <= 1.0) {
+        return Err(format!(
+            "the latent sector error rate is a fraction of sectors in (0, 1], got {rate}"
+        ));
+    }
+    let p = -(f64::from(sectors) * (-rate).ln_1p()).exp_m1();
+    Ok((p * 2f64.powi(64)).min(u64::MAX as f64) as u64)
+}
+
 /// splitmix64's finaliser: a fixed, well-mixed hash of `x`.
-fn mix(mut x: u64) -> u64 {
+pub(crate) fn mix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -52,8 +52,8 @@ impl Experiment {
             return Err(self.error(
                 "array.latent_error_rate",
                 format!(
-                    "latent sector errors are simulated for the mirrored layouts, not yet for \
-                     \"{}\"",
+                    "latent sector errors are simulated for the mirrored, SR and \
+                     eager-writing layouts, not yet for \"{}\"",
                     a.layout.name()
                 ),
             ));

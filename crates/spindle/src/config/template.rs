@@ -74,7 +74,7 @@ map_portions = {portions}
 # fail_at_ms = 0.0
 # rebuild = true
 # rebuild_rate_mb_s = 10.0 # absent: as fast as the disks allow
-# latent_error_rate = 1e-5 # jbod, striping, mirror, raid-10, sr-array, sr-mirror: fraction of sectors unreadable
+# latent_error_rate = 1e-5 # jbod, striping, mirror, raid-10, sr-array, sr-mirror, ew-array, ddm: fraction of sectors unreadable
 
 [workload]
 kind = "closed"            # closed | open | trace | validate | groups (required)

@@ -49,8 +49,8 @@ use super::small::{InlineVec, IntMap, IntSet};
 use crate::drive::{Access, Drive, HeadState, Transfer};
 use crate::engine::{
     Action, Backlog, Breakdown, Busy, Cause, DataMove, DiskClock, DiskCounters, DiskReader, Engine,
-    Event, FailureConfig, HostRequest, HostSlot, HostTable, NvramWrite, Outbox, RebuildStatus,
-    RecoverError, Slab,
+    Event, FailureConfig, HostRequest, HostSlot, HostTable, LatentCounters, NvramWrite, Outbox,
+    RebuildStatus, RecoverError, Slab,
 };
 use crate::{Nanos, Op, Span};
 use rand::{Rng, SeedableRng};
@@ -126,6 +126,8 @@ pub struct EwConfig {
     pub map_log_replicas: u32,
     /// A disk that fails, and its rebuild ([`failure`]).
     pub failure: Option<FailureConfig>,
+    /// The fraction of sectors unreadable from the start ([`latent`]).
+    pub latent_error_rate: Option<f64>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -172,6 +174,10 @@ struct DiskOp {
     started: bool,
     /// Propagate/Home: blocks whose version is still the newest acknowledged.
     live: u32,
+    /// A read that meets a latent sector error ([`latent`]).
+    unreadable: bool,
+    /// A propagation repairing a replica a latent error made unreadable.
+    repair: bool,
 }
 
 struct InFlight {
@@ -223,6 +229,9 @@ struct BlockState {
     /// still newer write, or it would record itself as the newest acknowledged write with
     /// no replica holding it.
     chunks: u32,
+    /// Replicas whose mapped location a read found unreadable ([`latent`]): stale until the
+    /// map moves them.
+    bad: u64,
 }
 
 /// A chunk of a host write waiting for room in the delayed-write buffer: it starts when
@@ -294,6 +303,7 @@ pub struct EwArray {
     /// The bytes (data moves, NVRAM image); `None` while no driver wants them.
     data: Option<data::DataState>,
     failure: Option<failure::EwFailure>,
+    latent: Option<latent::EwLatent>,
     #[cfg(test)]
     pub(crate) audit: audit::Audit,
 }
@@ -659,9 +669,14 @@ impl EwArray {
             noise: cfg.noise,
             data: None,
             failure: None,
+            latent: cfg
+                .latent_error_rate
+                .map(|r| latent::EwLatent::new(r, block_sectors, cfg.seed, n_disks))
+                .transpose()?,
             #[cfg(test)]
             audit: audit::Audit::default(),
         };
+        a.retire_bad_free(true)?;
         if let Some(f) = &cfg.failure {
             a.failure = Some(a.new_failure(f)?);
         }
@@ -749,6 +764,8 @@ impl EwArray {
             promoted: false,
             started: false,
             live: 0,
+            unreadable: false,
+            repair: false,
         }
     }
 
@@ -761,6 +778,7 @@ impl EwArray {
             inflight: 0,
             props: InlineVec::new(),
             chunks: 0,
+            bad: 0,
         })
     }
 
@@ -773,6 +791,7 @@ impl EwArray {
                 && st.chunks == 0
                 && st.props.is_empty()
                 && st.acked == st.newest
+                && st.bad & !lost == 0
                 && st
                     .ver
                     .iter()
@@ -795,7 +814,7 @@ impl EwArray {
                 .ver
                 .iter()
                 .enumerate()
-                .filter(|(_, &v)| v >= st.acked)
+                .filter(|&(i, &v)| v >= st.acked && st.bad & (1 << i) == 0)
                 .fold(0, |m, (i, _)| m | 1 << i),
         }
     }
@@ -822,7 +841,7 @@ impl EwArray {
 
     /// A location the map no longer points to: free (after the reads that still need it).
     fn release(&mut self, disk: usize, slot: BlockId) {
-        if self.is_home(disk, slot) {
+        if self.is_home(disk, slot) || self.retire_if_bad(disk, slot) {
             return;
         }
         if self.pins.contains_key(&(disk, slot)) {
@@ -867,6 +886,13 @@ impl EwArray {
             }
             b = chunk_end;
         }
+        // A read whose every block is lost (latent errors on every replica) is answered now.
+        if self.host.get(slot).parts_left == 0 {
+            self.host.add_part(slot);
+            if let Some((c, _)) = self.host.part_done(slot, now, |_| Breakdown::default()) {
+                self.out.push(Action::Complete(c));
+            }
+        }
     }
 
     fn capacity(&self) -> u64 {
@@ -878,6 +904,12 @@ impl EwArray {
         let mut start = block;
         while start < block + blocks {
             let mask = self.readable(start);
+            if mask == 0 {
+                // Every replica unreadable (latent errors): the block's data is lost.
+                self.block_lost();
+                start += 1;
+                continue;
+            }
             let mut end = start + 1;
             while end < block + blocks && self.readable(end) == mask {
                 let contiguous = (0..self.dm).filter(|m| mask & (1 << m) != 0).all(|m| {
@@ -1172,6 +1204,12 @@ impl EwArray {
             }
             let op = self.op_mut(id);
             op.holders = InlineVec::one(d);
+            if self.latent.is_some() {
+                let op = self.op(id);
+                let a = op.locs.iter().find(|&&(m, _)| m == d as u32 / self.n);
+                let bad = self.read_meets_latent_error(d, a.expect("the read's copy").1, op.blocks);
+                self.op_mut(id).unreadable = bad;
+            }
         }
         let bs = self.block_sectors;
         let xfer = match (request.work, extent) {
@@ -1257,6 +1295,7 @@ impl EwArray {
         rest.promoted = op.promoted;
         rest.live = rest.blocks;
         rest.queued_at = op.queued_at;
+        rest.repair = op.repair;
         let (kind, group, in_delayed) = (op.kind, op.group, rest.in_delayed);
         let blocks = rest.blocks;
         let first = rest.block;
@@ -1298,6 +1337,9 @@ impl EwArray {
         self.disks[d].clock.finish();
         let kind = self.op(f.op).kind;
         match kind {
+            Kind::Read if self.op(f.op).unreadable => {
+                self.latent_read_failed(now, d, f.op, &f.access);
+            }
             Kind::Read => {
                 let (block, blocks) = (self.op(f.op).block, self.op(f.op).blocks);
                 let a = self
@@ -1378,6 +1420,9 @@ impl EwArray {
                     }
                     let op = self.op(s.op);
                     let (block, blocks, promoted) = (op.block, op.blocks, op.promoted);
+                    if op.repair {
+                        self.repair_ended(blocks, true);
+                    }
                     self.pending_blocks -= blocks as usize;
                     if promoted {
                         self.promoted_blocks -= blocks as usize;
@@ -1414,6 +1459,8 @@ impl EwArray {
             let current = st.ver[m as usize];
             let update = match kind {
                 Kind::Home => current == version && self.map.map().get(b, m) != slot,
+                // A repair of an unreadable replica writes the version it holds.
+                Kind::Propagate if st.bad & (1 << m) != 0 => version >= current,
                 _ => version > current,
             };
             if update {
@@ -1427,7 +1474,9 @@ impl EwArray {
                     }
                     Err(_) => return false,
                 }
-                self.state(b).ver[m as usize] = version;
+                let st = self.state(b);
+                st.ver[m as usize] = version;
+                st.bad &= !(1 << m);
                 self.release(s.disk, old);
             } else if kind != Kind::Home {
                 // Superseded while in flight: the copy is stale at once.
@@ -1566,9 +1615,15 @@ impl EwArray {
         let mut start = block;
         while start < block + blocks {
             let a = self.home_slot(start);
+            // A bad home is retired: the block stays away from it.
+            if self.latent_bad(d, a) {
+                start += 1;
+                continue;
+            }
             let mut end = start + 1;
             while end < block + blocks
                 && self.home_slot(end) == a + (end - start)
+                && !self.latent_bad(d, a + (end - start))
                 && self.disks[d].free.contiguous(a, end + 1 - start)
             {
                 end += 1;
@@ -1616,6 +1671,9 @@ impl EwArray {
         self.pending_blocks -= blocks as usize;
         if self.op(p).promoted {
             self.promoted_blocks -= blocks as usize;
+        }
+        if self.op(p).repair {
+            self.repair_ended(blocks, false);
         }
         let mut again = Vec::new();
         for b in block..block + blocks {
@@ -1801,6 +1859,9 @@ impl Engine for EwArray {
     fn rebuild(&self) -> Option<RebuildStatus> {
         self.rebuild_status()
     }
+    fn latent(&self) -> Option<LatentCounters> {
+        self.latent_counters()
+    }
     fn power(&self, disk: usize, t: Nanos) -> Option<crate::drive::PowerTotals> {
         self.disks[disk].clock.power(t)
     }
@@ -1885,6 +1946,7 @@ impl Engine for EwArray {
 
 mod data;
 mod failure;
+mod latent;
 
 #[cfg(test)]
 pub(crate) mod audit;

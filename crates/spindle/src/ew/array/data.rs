@@ -345,6 +345,8 @@ impl EwArray {
             sectors: xfer.sectors,
         };
         match op.kind {
+            // A read that meets a latent error returns nothing; its retry moves the bytes.
+            Kind::Read if op.unreadable => {}
             Kind::Read => {
                 let a = op
                     .locs
@@ -696,6 +698,10 @@ impl EwArray {
             }
         }
         self.map = rec.log;
+        // Bad locations are a function of the seed: the free ones are retired again.
+        if let Err(e) = self.retire_bad_free(false) {
+            return Err(RecoverError(e));
+        }
         // Repairs: appends the crash may have left on some copies of the region only, to
         // the others (the copy of a failed disk is rebuilt later)…
         let mut repairs = Vec::new();

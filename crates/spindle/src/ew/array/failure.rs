@@ -204,7 +204,8 @@ impl EwArray {
         if fresh & !lost != 0 {
             fresh & !lost
         } else {
-            fresh
+            // Not a replaced disk's copy: its bytes are gone (the survivors were unreadable).
+            fresh & !self.gone(b)
         }
     }
 
@@ -559,6 +560,7 @@ impl EwArray {
     fn rebuilt(&mut self, now: Nanos, b: u32, mf: u32) {
         if let Some(st) = self.table.get_mut(&b) {
             st.ver[mf as usize] = st.newest;
+            st.bad &= !(1 << mf);
         }
         self.settle(b);
         if self.shape.ddm

@@ -35,6 +35,7 @@ pub(super) fn config(
         free_layout: FreeLayout::Even,
         map_log_replicas: 1,
         failure: None,
+        latent_error_rate: None,
     }
 }
 
@@ -153,6 +154,8 @@ pub(super) fn assert_settled(a: &EwArray) {
                 .filter(|&b| {
                     a.disk_of(b, a.home_replica(b)) == d
                         && a.map.map().get(b, a.home_replica(b)) != a.home_slot(b)
+                        // A bad home is retired: its block stays away.
+                        && !a.latent_bad(d, a.home_slot(b))
                 })
                 .collect();
             assert!(
@@ -162,9 +165,28 @@ pub(super) fn assert_settled(a: &EwArray) {
                 &away[..away.len().min(5)]
             );
         }
+        let unmapped =
+            |s: &u32| !disk.free.is_free(*s) && !referenced.contains(s) && !a.is_home(d, *s);
         let leaked: Vec<u32> = (0..disk.free.blocks())
-            .filter(|&s| !disk.free.is_free(s) && !referenced.contains(&s) && !a.is_home(d, s))
+            .filter(|s| unmapped(s) && !a.latent_bad(d, *s))
             .collect();
+        // Bad locations the map left are retired, every one counted.
+        let retired = (0..disk.free.blocks())
+            .filter(|s| unmapped(s) && a.latent_bad(d, *s))
+            .count() as u32;
+        assert_eq!(retired, a.retired_blocks(d), "disk {d}: retired locations");
+        // A DDM block whose home is bad is mapped away from it, on top of its home.
+        let away_from_bad_home = if a.shape.ddm {
+            (0..a.logical_blocks)
+                .filter(|&b| {
+                    a.disk_of(b, a.home_replica(b)) == d
+                        && a.latent_bad(d, a.home_slot(b))
+                        && a.map.map().get(b, a.home_replica(b)) != a.home_slot(b)
+                })
+                .count() as u32
+        } else {
+            0
+        };
         assert!(
             leaked.is_empty(),
             "disk {d}: {} blocks used but unmapped, e.g. {:?}",
@@ -173,7 +195,7 @@ pub(super) fn assert_settled(a: &EwArray) {
         );
         assert_eq!(
             disk.free.blocks() - disk.free.free_blocks(),
-            a.column_blocks(c),
+            a.column_blocks(c) + retired + away_from_bad_home,
             "disk {d}: used blocks"
         );
     }

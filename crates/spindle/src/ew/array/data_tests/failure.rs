@@ -192,7 +192,7 @@ fn failures_the_ew_array_cannot_survive_are_refused() {
 }
 
 /// A random redundant configuration (the byte model's) with a random failure.
-fn failing_config(
+pub(super) fn failing_config(
     rng: &mut Pcg64Mcg,
     case: u64,
     nvram: std::ops::Range<u64>,
