@@ -10,9 +10,13 @@
 //! 4. [`output`]: a drive file whose every value names how, when and how precisely it was
 //!    measured.
 //!
+//! [`check`] (`--check DRIVE.toml`) runs a calibrated drive file's head tracking against the
+//! target on a random read workload and reports its prediction error.
+//!
 //! Read-only: no write is ever issued. Q = 1: one request at a time, timed by
 //! `std::time::Instant` around it. The pure fitting is `spindle::calib`.
 
+pub mod check;
 pub mod layout;
 pub mod output;
 pub mod probe;
@@ -46,6 +50,9 @@ pub enum CalibError {
     ZeroLatency { target: String, msg: String },
     #[error("{target}: too small to calibrate: {msg}")]
     TooSmall { target: String, msg: String },
+    /// `--check`: the drive file does not describe the target.
+    #[error("{target}: {msg}")]
+    Mismatch { target: String, msg: String },
     #[error("state file: {0}")]
     Resume(String),
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 /// The reference sector: every angle is relative to the end of LBA 0.
 pub const REFERENCE_LBA: u64 = 0;
 /// Back-to-back reads in the synchronized measurement.
-const SYNC_READS: usize = 64;
+pub const SYNC_READS: usize = 64;
 /// Reads in one asynchronous phase anchor.
 const ANCHOR_READS: usize = 16;
 /// Eq. 3.1's alpha: the count's error stays under a fifth of a revolution.
@@ -65,6 +65,11 @@ impl<'a> Probe<'a> {
         self.est.period_ns
     }
 
+    /// Now, ns since the epoch (the instant a request is issued).
+    pub fn now_ns(&self) -> f64 {
+        self.epoch.elapsed().as_nanos() as f64
+    }
+
     /// Reads and returns the answer instant, ns since the epoch.
     pub fn read(&mut self, lba: u64, sectors: u32) -> Result<f64, CalibError> {
         let at = self.target.read(lba, sectors)?;
@@ -72,7 +77,7 @@ impl<'a> Probe<'a> {
         Ok(at.duration_since(self.epoch).as_nanos() as f64)
     }
 
-    fn burst(&mut self, n: usize) -> Result<Vec<f64>, CalibError> {
+    pub fn burst(&mut self, n: usize) -> Result<Vec<f64>, CalibError> {
         // The first read positions the arm; its completion is not one revolution after
         // anything.
         self.read(REFERENCE_LBA, 1)?;
