@@ -103,7 +103,7 @@ fn blind_calibration_recovers_rotation_and_zones() {
     let period = (60e9 / want.rpm).round();
     let begun = Instant::now();
     let mut refusals = Vec::new();
-    let text = loop {
+    let (text, dir, mut server) = loop {
         let dir = workdir();
         let exp = setup(dir.path(), "cheetah9lp", 0.02, 0.01);
         let mut server = serve(&exp, dir.path());
@@ -121,16 +121,21 @@ fn blind_calibration_recovers_rotation_and_zones() {
             "--realtime",
             "--quiet",
         ]);
-        let _ = server.kill();
-        let _ = server.wait();
         let err = stderr(&o);
         eprintln!(
             "{err}\ncalibration took {:.1} s",
             start.elapsed().as_secs_f64()
         );
         if o.status.success() {
-            break std::fs::read_to_string(&out).expect("drive file written");
+            // The server stays up for the head-tracking check below.
+            break (
+                std::fs::read_to_string(&out).expect("drive file written"),
+                dir,
+                server,
+            );
         }
+        let _ = server.kill();
+        let _ = server.wait();
         assert!(
             refused_for_measured_noise(&err, period),
             "calibration failed other than by a refusal for measured noise over 1 % of a \
@@ -202,6 +207,71 @@ fn blind_calibration_recovers_rotation_and_zones() {
     let first = points.first().expect("points").1;
     let last = points.last().expect("points").1;
     assert!(first > 0.3 && last > 3.0 * first, "seek table {points:?}");
+    check_head_tracking(dir.path(), &mut server);
+}
+
+/// Head tracking (dissertation 3.3.2) with the drive file just calibrated, blind, on the
+/// same emulated drive: `spindle calibrate --check` on 1,000 random 4 KiB reads after 200 of
+/// warm-up. The issue's bar, "predictions within 2 % of the emulated drive's own service
+/// times", is checked as the dissertation's table 3.2 states its accuracy: the demerit
+/// (RMS distance between the predicted and measured service-time distributions) over the
+/// mean service time, 1.9 % on its real disks. The per-request mean |error| / service time
+/// is printed, not asserted: it is dominated by rotation misses no predictor can foresee —
+/// the drive's own 2 % seek noise (~60 µs) and the host's delivery jitter put a request
+/// whose first sector is due within ~0.1 ms of the seek's end on either side at random,
+/// which is 0.8·sigma/R ≈ 1-1.5 % of requests, each a revolution (~80 % of a service time)
+/// off: 1-1.3 % of that mean by themselves (docs/calibrate.md, "Head tracking").
+fn check_head_tracking(dir: &Path, server: &mut Child) {
+    let cal = dir.join("cal.toml");
+    let o = spindle(&[
+        "calibrate",
+        &uri(dir),
+        "--check",
+        cal.to_str().unwrap(),
+        "--requests",
+        "1000",
+        "--warmup",
+        "200",
+        "--realtime",
+        "--quiet",
+        "--json",
+        "-",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(o.status.success(), "check failed: {}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("check JSON");
+    eprintln!("head tracking: {}", r["accuracy"]);
+    let a = &r["accuracy"];
+    let f = |k: &str| a[k].as_f64().unwrap_or_else(|| panic!("{k} in {a}"));
+    assert_eq!(a["requests"].as_u64(), Some(1000));
+    // Every answer of this drive is within reach of the model: the mean service time is
+    // the emulated drive's (a few ms), and predicted means agree with it.
+    let mean = f("mean_service_us");
+    assert!(mean > 3000.0 && mean < 15_000.0, "mean service {mean} µs");
+    assert!(
+        (f("mean_predicted_us") - mean).abs() / mean < 0.02,
+        "mean predicted {} vs measured {mean} µs",
+        f("mean_predicted_us")
+    );
+    // The issue's bar, as table 3.2 measures it.
+    assert!(
+        f("demerit_share") < 0.02,
+        "demerit / access time {}",
+        f("demerit_share")
+    );
+    // Most predictions are right on: half within 2 % of their own service time (~150 µs),
+    // which a model a skew or a zone angle off is not (its errors spread over the
+    // revolution: ~25 %).
+    assert!(
+        f("median_abs_rel_error") < 0.02,
+        "median |error| / service {}",
+        f("median_abs_rel_error")
+    );
+    // Revolution errors (late or early): ~1-1.5 % expected at the host noise calibration
+    // accepts (above); a lost phase or a wrong layout gives tens of percent.
+    let revs = a["misses"].as_u64().unwrap() + a["early"].as_u64().unwrap();
+    assert!(revs <= 50, "{revs} revolution errors of 1000");
 }
 
 /// A zero-latency drive (`atlas10kv`, which reads a run from where the head lands) is told

@@ -158,10 +158,16 @@ pub fn check(
             sector: 0,
         };
         let lba = g.chs_to_lba(chs).unwrap_or(0);
-        if i > 0 {
-            p.reanchor()?;
+        // Zone 0 holds the reference sector: its angle is the anchor's by definition.
+        if i == 0 || lba == REFERENCE_LBA {
+            offsets.push(0);
+            (p.events)(Event::Step);
+            continue;
         }
-        let got = p.end_angle(lba, 7)?;
+        p.reanchor()?;
+        // The angle from the reference sector's end to the zone's first sector's, both read
+        // back to back (the host's delay cancels).
+        let got = p.angle_gap(REFERENCE_LBA, lba, 15)?;
         let want = wrap(
             tracker.end_angle(lba) as f64 - tracker.end_angle(REFERENCE_LBA) as f64,
             period,

@@ -33,8 +33,9 @@
 //!   request was out (docs/calibrate.md, "Why angles": 2–6 % of the extra time on this
 //!   virtual machine). Its constant and slope (`c + b·D`, `D` the model's service time with
 //!   the slack's revolution) are
-//!   fitted by least squares over the hits seen so far (those within a tenth of a
-//!   revolution of the fit: an answer the host held up by milliseconds is not typical).
+//!   fitted by least squares over the hits seen so far, the latest ~500 weighing most
+//!   (those within a tenth of a revolution of the fit: an answer the host held up by
+//!   milliseconds is not typical).
 //!
 //! Times are integer nanoseconds on the driver's clock; the fit's sums are `f64`
 //! (statistics of measured times, as everywhere in [`crate::calib`]).
@@ -130,7 +131,20 @@ impl DelayFit {
     /// Hits before the slope is trusted (a constant alone before that).
     const SLOPE_MIN: f64 = 30.0;
 
+    /// Each hit's weight decays by this much per later hit (a memory of ~500 hits, a few
+    /// seconds): the host's delay moves with its load.
+    const FORGET: f64 = 1.0 - 1.0 / 500.0;
+
     fn add(&mut self, x: f64, y: f64) {
+        for v in [
+            &mut self.n,
+            &mut self.sx,
+            &mut self.sy,
+            &mut self.sxx,
+            &mut self.sxy,
+        ] {
+            *v *= Self::FORGET;
+        }
         self.n += 1.0;
         self.sx += x;
         self.sy += y;
