@@ -20,9 +20,12 @@
 //! - **slack** (per seek-distance class, as the dissertation suggests): when the model's
 //!   rotational wait is under the slack, the first sector is predicted missed — a
 //!   revolution later. A miss (an answer a revolution later than predicted) grows the
-//!   class's slack by a step; a prediction a revolution too late shrinks it by a step; a hit
-//!   that tested the line (the first sector due within a step of the slack's end) decays it
-//!   by an eighth of a step towards zero. The slack may go negative: a
+//!   class's slack by a step; a prediction a revolution too late (*early*: the hit the slack
+//!   did not expect) shrinks it by a step. Other hits leave it: a decay towards zero on hits
+//!   near the line, tried first, held a positive slack (the calibrated minimum read times
+//!   are minima, so most classes need one) under its balance, and gave 1.5-3 times more
+//!   misses than early predictions (20/12, 18/11, 32/10 in runs of 2,000 on `cheetah9lp`).
+//!   The slack may go negative: a
 //!   class whose calibrated minimum read time is long (each is measured to a few percent)
 //!   makes sectors the model would miss, and the sector then predicted a revolution sooner.
 //!   The steps are symmetric, so the slack settles where misses and early predictions
@@ -391,7 +394,6 @@ impl Tracker {
         };
         let step = i64::try_from(self.cfg.slack_step.0).expect("fits");
         let max = i64::try_from(self.cfg.slack_max.0).expect("fits");
-        let pi = p as i64;
         let s = &mut self.slack_ns[pred.class];
         self.counts.completions += 1;
         match verdict {
@@ -406,15 +408,6 @@ impl Tracker {
                 self.misses_in_row += 1;
             }
             Verdict::Hit => {
-                // A hit decays the slack towards zero when it tested it: the first sector
-                // made just after a positive slack's end, or lost just before a negative
-                // one's (with an exact model the slack stays at zero, and makes no error).
-                let margin = (pred.first_wait.0 as i64 - pred.slack_ns).rem_euclid(pi);
-                if margin < step && *s > 0 {
-                    *s = (*s - step / 8).max(0);
-                } else if margin >= pi - step && *s < 0 {
-                    *s = (*s + step / 8).min(0);
-                }
                 self.counts.hits += 1;
                 self.misses_in_row = 0;
                 // The host's delay: what the model (with its slack revolution) left out.
@@ -557,7 +550,8 @@ mod tests {
             "slack {:?}",
             t.slack_ns()
         );
-        // Misses in the second half: the borderline few the decay keeps probing.
+        // Misses in the second half: none expected once the slack covers the 100 µs (the
+        // bound allows the slack's last steps).
         assert!(late_misses < 40, "{late_misses} misses of 2000");
         // The fit: slope 3 %, and hits predicted within a few µs (the delay's rounding).
         let (_, b) = t.delay_coefficients();
