@@ -377,3 +377,31 @@ fn files_too_small_or_not_rotating_are_refused() {
     assert!(stderr(&o).contains("sigma"), "{}", stderr(&o));
     assert!(!out.exists());
 }
+
+/// `--check` with a drive file of another drive (`hp_c2247a`, 5,400 rpm, against an emulated
+/// 10,045 rpm `cheetah9lp`) is refused for its rotation before any workload runs: a
+/// tracker with the wrong period would report nonsense, not an accuracy. 64 reads.
+#[test]
+fn check_refuses_another_drives_file() {
+    let dir = workdir();
+    let exp = setup(dir.path(), "cheetah9lp", 0.02, 0.01);
+    let mut server = serve(&exp, dir.path());
+    let other = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../drives/hp_c2247a.toml");
+    let o = spindle(&[
+        "calibrate",
+        &uri(dir.path()),
+        "--check",
+        other.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not this drive's calibration"), "{err}");
+    assert!(
+        err.contains("11.111111 ms"),
+        "names the drive file's period: {err}"
+    );
+    assert!(o.stdout.is_empty(), "no report for a refused check");
+}

@@ -25,6 +25,7 @@
 //!   near the line, tried first, held a positive slack (the calibrated minimum read times
 //!   are minima, so most classes need one) under its balance, and gave 1.5-3 times more
 //!   misses than early predictions (20/12, 18/11, 32/10 in runs of 2,000 on `cheetah9lp`).
+//!   A class with no revolution error yet borrows the nearest tested class's slack.
 //!   The slack may go negative: a
 //!   class whose calibrated minimum read time is long (each is measured to a few percent)
 //!   makes sectors the model would miss, and the sector then predicted a revolution sooner.
@@ -193,6 +194,8 @@ pub struct Tracker {
     cylinder: u32,
     head: u32,
     slack_ns: [i64; CLASSES],
+    /// Classes that have had a revolution error (their slack is their own).
+    tested: [bool; CLASSES],
     delay: DelayFit,
     misses_in_row: u32,
     counts: TrackCounts,
@@ -218,6 +221,7 @@ impl Tracker {
             cylinder: 0,
             head: 0,
             slack_ns: [0; CLASSES],
+            tested: [false; CLASSES],
             delay: DelayFit::default(),
             misses_in_row: 0,
             counts: TrackCounts::default(),
@@ -235,10 +239,10 @@ impl Tracker {
     }
 
     /// The slack of each seek-distance class (same track, head switch, 1, 2–3, 4–7, …
-    /// cylinders), ns.
+    /// cylinders), ns, as the next prediction of that class would use it.
     #[must_use]
-    pub fn slack_ns(&self) -> &[i64] {
-        &self.slack_ns
+    pub fn slack_ns(&self) -> Vec<i64> {
+        (0..CLASSES).map(|c| self.class_slack(c)).collect()
     }
 
     /// The host-delay fit: constant (ns) and slope (ns per ns of service).
@@ -317,6 +321,20 @@ impl Tracker {
         }
     }
 
+    /// The slack of a class: its own once it has had a revolution error, until then the
+    /// nearest such class's (neighbouring distances need alike slack — the seek noise and
+    /// the calibration's error both grow with the distance — and eight or so classes each
+    /// learning from zero made a run's first ~20 misses).
+    fn class_slack(&self, class: usize) -> i64 {
+        if self.tested[class] {
+            return self.slack_ns[class];
+        }
+        (0..CLASSES)
+            .filter(|&c| self.tested[c])
+            .min_by_key(|&c| (c.abs_diff(class), c))
+            .map_or(0, |c| self.slack_ns[c])
+    }
+
     /// What the drive will do with `xfer` issued at `now`.
     #[must_use]
     pub fn predict(&self, now: Nanos, xfer: Transfer) -> Prediction {
@@ -337,7 +355,7 @@ impl Tracker {
             .drive
             .access::<rand_pcg::Pcg64Mcg>(now, &head, xfer, None, None);
         let class = self.class(target.chs.cylinder, target.chs.head);
-        let slack_ns = self.slack_ns[class];
+        let slack_ns = self.class_slack(class);
         // Slack added to the seek: a first sector due sooner after the seek than the slack
         // is taken as missed; with a negative slack, one passed less than |slack| before the
         // seek's end is taken as made.
@@ -394,6 +412,11 @@ impl Tracker {
         };
         let step = i64::try_from(self.cfg.slack_step.0).expect("fits");
         let max = i64::try_from(self.cfg.slack_max.0).expect("fits");
+        if matches!(verdict, Verdict::Miss | Verdict::Early) && !self.tested[pred.class] {
+            // A class's first revolution error moves the slack it borrowed.
+            self.slack_ns[pred.class] = pred.slack_ns;
+            self.tested[pred.class] = true;
+        }
         let s = &mut self.slack_ns[pred.class];
         self.counts.completions += 1;
         match verdict {
