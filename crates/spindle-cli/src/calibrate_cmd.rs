@@ -53,6 +53,14 @@ pub struct CalibrateArgs {
     /// Save progress to STATE after each step; if STATE exists, resume from it.
     #[arg(long, value_name = "STATE")]
     pub resume: Option<PathBuf>,
+    /// Allow writes (only inside --scratch): measures write overhead and settle and
+    /// whether a volatile write cache answers writes. Without it nothing is written.
+    #[arg(long, requires = "scratch", conflicts_with = "check")]
+    pub allow_writes: bool,
+    /// The LBAs (sectors) writes may overwrite, START..END (END excluded): their contents
+    /// are lost. Only with --allow-writes.
+    #[arg(long, value_name = "START..END", requires = "allow_writes", value_parser = parse_range)]
+    pub scratch: Option<std::ops::Range<u64>>,
     /// Time requests from a SCHED_FIFO thread (root or CAP_SYS_NICE), as `serve --realtime`.
     #[arg(long)]
     pub realtime: bool,
@@ -60,6 +68,19 @@ pub struct CalibrateArgs {
     /// (`-`: on stdout, instead of the table).
     #[arg(long)]
     pub json: Option<PathBuf>,
+}
+
+fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("{s:?}: expected START..END (LBAs)"))?;
+    let n = |x: &str| {
+        x.trim()
+            .replace('_', "")
+            .parse::<u64>()
+            .map_err(|e| format!("{s:?}: {x:?}: {e}"))
+    };
+    Ok(n(a)?..n(b)?)
 }
 
 fn check(args: &CalibrateArgs, drive_path: &Path, quiet: bool) -> anyhow::Result<()> {
@@ -201,6 +222,7 @@ pub fn run(args: CalibrateArgs, quiet: bool) -> anyhow::Result<()> {
         no_seek: args.no_seek,
         state: args.resume.clone(),
         realtime: args.realtime,
+        scratch: args.scratch.clone().filter(|_| args.allow_writes),
     };
     let mut bar = crate::progress::bar(None, quiet, "calibrating");
     let mut events = |e: Event| match e {

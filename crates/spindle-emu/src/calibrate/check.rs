@@ -86,7 +86,7 @@ pub fn check(
         crate::driver::become_realtime("calibrate --check", 40);
     }
     let clock = std::time::Instant::now();
-    let t = target::open(name)?;
+    let t = target::open(name, false)?;
     let region = drive.capacity_sectors().min(t.sectors());
     if region < u64::from(opts.sectors) * 2 || region < drive.capacity_sectors() {
         return Err(CalibError::Mismatch {

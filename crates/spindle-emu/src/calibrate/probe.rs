@@ -30,6 +30,9 @@ pub struct Probe<'a> {
     pub sigma_ns: f64,
     pub gamma_ns: f64,
     pub reads: u64,
+    pub writes: u64,
+    /// The only LBAs a write may touch (`--scratch`; `None`: no write at all).
+    pub scratch: Option<std::ops::Range<u64>>,
     /// Deviations of repeated timings from their median (ns), the latest [`NOISE_KEPT`]:
     /// the noise as the scan sees it now, which a refusal reports.
     devs: std::collections::VecDeque<f64>,
@@ -52,6 +55,8 @@ impl<'a> Probe<'a> {
             sigma_ns: 0.0,
             gamma_ns: 0.0,
             reads: 0,
+            writes: 0,
+            scratch: None,
             devs: std::collections::VecDeque::new(),
             events,
         }
@@ -74,6 +79,25 @@ impl<'a> Probe<'a> {
     pub fn read(&mut self, lba: u64, sectors: u32) -> Result<f64, CalibError> {
         let at = self.target.read(lba, sectors)?;
         self.reads += 1;
+        Ok(at.duration_since(self.epoch).as_nanos() as f64)
+    }
+
+    /// Writes `data` at `lba` — only inside the scratch range the caller allowed (a guard:
+    /// the write step checks its LBAs first) — and returns the answer instant.
+    pub fn write(&mut self, lba: u64, data: &[u8]) -> Result<f64, CalibError> {
+        let n = (data.len() / self.target.sector_bytes() as usize) as u64;
+        let ok = self
+            .scratch
+            .as_ref()
+            .is_some_and(|s| lba >= s.start && lba + n <= s.end);
+        if !ok {
+            return Err(CalibError::Scratch(format!(
+                "internal: a write of {n} sectors at LBA {lba} outside the scratch range {:?}",
+                self.scratch
+            )));
+        }
+        let at = self.target.write(lba, data)?;
+        self.writes += 1;
         Ok(at.duration_since(self.epoch).as_nanos() as f64)
     }
 

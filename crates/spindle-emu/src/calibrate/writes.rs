@@ -1,0 +1,223 @@
+//! Write timing (`--allow-writes --scratch START..END`): whether a volatile write cache
+//! answers writes (hdubench's warning), the write overhead (the same-track minimum write
+//! time, as the read overhead is measured) and the write settle (dissertation table 4.1's
+//! `Two`: what a write needs after a seek beyond a read at the same distance). Every write
+//! lands inside the scratch range ([`Probe::write`] refuses any other).
+
+use super::layout::Zone;
+use super::probe::Probe;
+use super::seek::min_time;
+use super::{CalibError, Event};
+use serde::{Deserialize, Serialize};
+use spindle::calib::median;
+use std::ops::Range;
+
+/// Writes in the cache check.
+const CACHE_WRITES: u64 = 24;
+/// Their spacing (sectors): a prime, so the targets fall at scattered angles of any track.
+const CACHE_STEP: u64 = 37;
+/// The smallest scratch range the cache check needs.
+pub const SCRATCH_MIN: u64 = (CACHE_WRITES + 1) * CACHE_STEP + 1;
+/// Under this spread (p90 − p10) of write-after-write times, writes do not wait for their
+/// sector: no drive turns in under 1 ms (the rotation step refuses those), and the waits of
+/// 24 writes at scattered angles spread over ~80 % of a revolution.
+const CACHE_SPREAD_NS: f64 = 1e6;
+
+/// One distance of the settle measurement.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Settle {
+    pub cylinders: u32,
+    pub min_read_ns: f64,
+    pub min_write_ns: f64,
+    /// Half the spread of the three searches of each, added (ns).
+    pub resolution_ns: f64,
+}
+
+/// What the write step measured.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Writes {
+    pub scratch: (u64, u64),
+    /// A volatile write cache answers writes: no write timing is modelled from them.
+    pub write_cache_suspected: bool,
+    /// The cache check's write-after-write times (ns) and their p10 / median / p90.
+    pub cache_times_ns: Vec<f64>,
+    /// Same-track minimum write and read times in the scratch range, ± (ns).
+    pub overhead: Option<(f64, f64, f64)>,
+    pub settle: Vec<Settle>,
+}
+
+impl Writes {
+    /// Write settle: the median over distances of min write − min read, and the bound
+    /// (half the spread over distances, or the largest resolution if more) (ns).
+    pub fn settle_ns(&self) -> Option<(f64, f64)> {
+        if self.settle.is_empty() {
+            return None;
+        }
+        let v: Vec<f64> = self
+            .settle
+            .iter()
+            .map(|s| s.min_write_ns - s.min_read_ns)
+            .collect();
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+        let res = self
+            .settle
+            .iter()
+            .map(|s| s.resolution_ns)
+            .fold(0.0, f64::max);
+        Some((median(&v), ((hi - lo) / 2.0).max(res)))
+    }
+}
+
+/// One sector of the pattern written (the scratch range is the caller's to lose).
+pub fn pattern(sector_bytes: u32) -> Vec<u8> {
+    b"spindle calibrate scratch write "
+        .iter()
+        .copied()
+        .cycle()
+        .take(sector_bytes as usize)
+        .collect()
+}
+
+/// The cache check: needs no layout, so it runs first (a drive that answers writes from a
+/// cache usually answers reads from one too, and the read steps may then refuse it).
+pub fn cache_check(p: &mut Probe, scratch: &Range<u64>) -> Result<Writes, CalibError> {
+    let data = pattern(p.target.sector_bytes());
+    let a = scratch.start;
+    let mut t = Vec::new();
+    for k in 1..=CACHE_WRITES {
+        let s = p.write(a, &data)?;
+        let e = p.write(a + k * CACHE_STEP, &data)?;
+        t.push(e - s);
+    }
+    let mut v = t.clone();
+    v.sort_by(f64::total_cmp);
+    let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+    let suspected = q(0.9) - q(0.1) < CACHE_SPREAD_NS;
+    p.say(format!(
+        "write cache check ({CACHE_WRITES} writes at scattered angles after a write): p10 / median \
+         / p90 {:.3} / {:.3} / {:.3} ms",
+        q(0.1) / 1e6,
+        q(0.5) / 1e6,
+        q(0.9) / 1e6
+    ));
+    if suspected {
+        p.say(format!(
+            "WARNING: a volatile write cache seems to answer writes: their times spread {:.3} ms \
+             whatever the angle of their sector (a write that waits for its sector spreads over \
+             most of a revolution). Write timing is not measured, and the drive file marks it \
+             so (write_cache_suspected). Turn the cache off (hdparm -W 0 / sdparm --clear WCE) \
+             to measure it.",
+            (q(0.9) - q(0.1)) / 1e6
+        ));
+    }
+    Ok(Writes {
+        scratch: (scratch.start, scratch.end),
+        write_cache_suspected: suspected,
+        cache_times_ns: t,
+        ..Writes::default()
+    })
+}
+
+/// The zone and first whole track inside the scratch range, the cylinder distances that
+/// fit in it (1, 4, 16), or why it is too small.
+fn plan<'z>(
+    zones: &'z [Zone],
+    surfaces: u32,
+    scratch: &Range<u64>,
+) -> Result<(&'z Zone, u64, Vec<u32>), String> {
+    let z = zones
+        .iter()
+        .find(|z| scratch.start >= z.first_lba && scratch.start < z.first_lba + z.lbas)
+        .ok_or_else(|| {
+            format!(
+                "it starts outside the calibrated zones (LBAs 0..{}): calibrate more zones \
+                 (--zones) or move it",
+                zones.last().map_or(0, |z| z.first_lba + z.lbas)
+            )
+        })?;
+    let spt = u64::from(z.spt);
+    let t0 = z.first_lba + (scratch.start - z.first_lba).div_ceil(spt) * spt;
+    let end = scratch.end.min(z.first_lba + z.lbas);
+    let cyl = u64::from(surfaces) * spt;
+    let dists: Vec<u32> = [1u32, 4, 16]
+        .into_iter()
+        .filter(|&d| t0 + u64::from(d) * cyl + spt <= end)
+        .collect();
+    if t0 + spt > end || dists.is_empty() {
+        return Err(format!(
+            "write settle needs a track and another one cylinder on, in one zone: at least \
+             {} sectors from LBA {t0} (zone of {} sectors per track, {surfaces} surfaces), the \
+             range holds {} there",
+            cyl + spt,
+            z.spt,
+            end.saturating_sub(t0)
+        ));
+    }
+    Ok((z, t0, dists))
+}
+
+/// Write overhead and settle, measured in the scratch range.
+pub fn measure(
+    p: &mut Probe,
+    w: &mut Writes,
+    zones: &[Zone],
+    surfaces: u32,
+) -> Result<(), CalibError> {
+    let scratch = w.scratch.0..w.scratch.1;
+    let (z, t0, dists) = plan(zones, surfaces, &scratch).map_err(|msg| CalibError::TooSmall {
+        target: p.target.describe(),
+        msg: format!("scratch range {}..{}: {msg}", scratch.start, scratch.end),
+    })?;
+    let data = pattern(p.target.sector_bytes());
+    let spt = u64::from(z.spt);
+    let from = t0 + spt / 4;
+    // The median of three searches (each access has the drive's own seek scatter), and half
+    // their spread or the bisection's step, whichever is wider.
+    let three = |p: &mut Probe, to: u64, write: bool| -> Result<(f64, f64), CalibError> {
+        let d = write.then_some(&data[..]);
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            runs.push(min_time(p, from, (to, z), d).or_else(|_| min_time(p, from, (to, z), d))?);
+        }
+        let mut v: Vec<f64> = runs.iter().map(|r| r.0).collect();
+        v.sort_by(f64::total_cmp);
+        Ok((v[1], ((v[2] - v[0]) / 2.0).max(runs[0].1)))
+    };
+    (p.events)(Event::Stage("write timing", 2 + 2 * dists.len() as u64));
+    let (wr, wres) = three(p, t0, true)?;
+    (p.events)(Event::Step);
+    let (rd, rres) = three(p, t0, false)?;
+    (p.events)(Event::Step);
+    w.overhead = Some((wr, rd, wres.max(rres)));
+    p.say(format!(
+        "write overhead (same-track minimum write time at LBA {t0}): {:.3} ms ± {:.3}; the \
+         same-track minimum read time there {:.3} ms ± {:.3}",
+        wr / 1e6,
+        wres / 1e6,
+        rd / 1e6,
+        rres / 1e6
+    ));
+    for d in dists {
+        let to = t0 + u64::from(d) * u64::from(surfaces) * spt;
+        let (r, rr) = three(p, to, false)?;
+        (p.events)(Event::Step);
+        let (wt, wr) = three(p, to, true)?;
+        (p.events)(Event::Step);
+        p.say(format!(
+            "write settle, {d} cylinders: minimum write {:.3} ms, read {:.3} ms: {:.3} ms ± {:.3}",
+            wt / 1e6,
+            r / 1e6,
+            (wt - r) / 1e6,
+            (rr + wr) / 1e6
+        ));
+        w.settle.push(Settle {
+            cylinders: d,
+            min_read_ns: r,
+            min_write_ns: wt,
+            resolution_ns: rr + wr,
+        });
+    }
+    Ok(())
+}
