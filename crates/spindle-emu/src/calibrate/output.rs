@@ -276,47 +276,48 @@ fn write_values(
     match (w.write_cache_suspected, &w.overhead, w.settle_ns()) {
         (false, Some((wr, rd, res)), Some((settle, bound))) => {
             let (wr, rd, res) = (*wr, *rd, *res);
-            {
-                put(
-                    "write_cache_suspected",
-                    format!("false: measured ({check}: they spread over the revolution)"),
-                );
-                put(
-                    "overhead_write_ms",
-                    format!(
-                        "minimum write time to a sector on the same track (host round trip \
+            put(
+                "write_cache_suspected",
+                format!("false: measured ({check}: they spread over the revolution)"),
+            );
+            put(
+                "overhead_write_ms",
+                format!(
+                    "minimum write time to a sector on the same track (host round trip \
                      included, as the read overhead), at LBA {}..: {:.3} ms ± {:.3} (median of \
                      three bisections over the angle to the sector; the same-track minimum \
                      read time there {:.3} ms)",
-                        w.scratch.0,
-                        wr / 1e6,
-                        res / 1e6,
-                        rd / 1e6
-                    ),
-                );
-                put(
-                    "write_settle_ms",
-                    format!(
-                        "minimum write time less minimum read time at the same seek distance, the \
-                     median over {} distances: {}; ± {:.3} ms (half the spread over distances, \
-                     or the searches' if wider)",
-                        w.settle.len(),
-                        w.settle
-                            .iter()
-                            .map(|s| format!(
-                                "{} cylinders {:.3} - {:.3} = {:.3} ms",
-                                s.cylinders,
-                                s.min_write_ns / 1e6,
-                                s.min_read_ns / 1e6,
-                                (s.min_write_ns - s.min_read_ns) / 1e6
-                            ))
-                            .collect::<Vec<_>>()
-                            .join("; "),
-                        bound / 1e6
-                    ),
-                );
-                (wr / 1e6, (settle / 1e6).max(0.0))
-            }
+                    w.scratch.0,
+                    wr / 1e6,
+                    res / 1e6,
+                    rd / 1e6
+                ),
+            );
+            put(
+                "write_settle_ms",
+                format!(
+                    "minimum write time less minimum read time at the same seek distance, less \
+                     the same difference on the same track (the overheads'), the median over {} \
+                     distances: {}; ± {:.3} ms (half the spread over distances, or the \
+                     searches' if wider)",
+                    w.settle.len(),
+                    w.settle
+                        .iter()
+                        .map(|s| format!(
+                            "{} cylinders {:.3} - {:.3} - ({:.3} - {:.3}) = {:.3} ms",
+                            s.cylinders,
+                            s.min_write_ns / 1e6,
+                            s.min_read_ns / 1e6,
+                            wr / 1e6,
+                            rd / 1e6,
+                            w.settle_at(s).unwrap_or(f64::NAN) / 1e6
+                        ))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                    bound / 1e6
+                ),
+            );
+            (wr / 1e6, (settle / 1e6).max(0.0))
         }
         _ => {
             put(

@@ -47,16 +47,24 @@ pub struct Writes {
 }
 
 impl Writes {
-    /// Write settle: the median over distances of min write − min read, and the bound
-    /// (half the spread over distances, or the largest resolution if more) (ns).
+    /// The settle at one distance: what a write after a seek needs beyond a read, less what
+    /// it needs beyond a read without one (the overheads' difference) (ns).
+    pub fn settle_at(&self, s: &Settle) -> Option<f64> {
+        let (w0, r0, _) = self.overhead?;
+        Some(s.min_write_ns - s.min_read_ns - (w0 - r0))
+    }
+
+    /// Write settle: the median over distances, and the bound (half the spread over
+    /// distances, or the largest resolution if more, the overheads' added) (ns).
     pub fn settle_ns(&self) -> Option<(f64, f64)> {
+        let (_, _, res0) = self.overhead?;
         if self.settle.is_empty() {
             return None;
         }
         let v: Vec<f64> = self
             .settle
             .iter()
-            .map(|s| s.min_write_ns - s.min_read_ns)
+            .filter_map(|s| self.settle_at(s))
             .collect();
         let (lo, hi) = v
             .iter()
@@ -66,7 +74,7 @@ impl Writes {
             .iter()
             .map(|s| s.resolution_ns)
             .fold(0.0, f64::max);
-        Some((median(&v), ((hi - lo) / 2.0).max(res)))
+        Some((median(&v), ((hi - lo) / 2.0).max(res + res0)))
     }
 }
 
@@ -186,15 +194,15 @@ pub fn measure(
         Ok((v[1], ((v[2] - v[0]) / 2.0).max(runs[0].1)))
     };
     (p.events)(Event::Stage("write timing", 2 + 2 * dists.len() as u64));
-    let (wr, wres) = three(p, t0, true)?;
+    let (wr0, wres) = three(p, t0, true)?;
     (p.events)(Event::Step);
     let (rd, rres) = three(p, t0, false)?;
     (p.events)(Event::Step);
-    w.overhead = Some((wr, rd, wres.max(rres)));
+    w.overhead = Some((wr0, rd, wres.max(rres)));
     p.say(format!(
         "write overhead (same-track minimum write time at LBA {t0}): {:.3} ms ± {:.3}; the \
          same-track minimum read time there {:.3} ms ± {:.3}",
-        wr / 1e6,
+        wr0 / 1e6,
         wres / 1e6,
         rd / 1e6,
         rres / 1e6
@@ -206,11 +214,13 @@ pub fn measure(
         let (wt, wr) = three(p, to, true)?;
         (p.events)(Event::Step);
         p.say(format!(
-            "write settle, {d} cylinders: minimum write {:.3} ms, read {:.3} ms: {:.3} ms ± {:.3}",
+            "write settle, {d} cylinders: minimum write {:.3} ms, read {:.3} ms; less the \
+             overheads' difference {:.3} ms: {:.3} ms ± {:.3}",
             wt / 1e6,
             r / 1e6,
-            (wt - r) / 1e6,
-            (rr + wr) / 1e6
+            (wr0 - rd) / 1e6,
+            (wt - r - (wr0 - rd)) / 1e6,
+            (rr + wr + wres.max(rres)) / 1e6
         ));
         w.settle.push(Settle {
             cylinders: d,
