@@ -65,7 +65,9 @@ fn uri(dir: &Path) -> String {
 }
 
 fn library(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(name)
 }
 
 const NOISE: &str = "\n[noise]\nseek_rel_sigma = 0.02\nrotation_sigma_ms = 0.01\n";
@@ -206,7 +208,10 @@ fn write_cache_is_warned_and_not_modelled() {
         err.contains("WARNING: a volatile write cache seems to answer writes"),
         "{err}"
     );
-    assert!(!err.contains("write overhead (same-track"), "write timing measured: {err}");
+    assert!(
+        !err.contains("write overhead (same-track"),
+        "write timing measured: {err}"
+    );
     if o.status.success() {
         let got: spindle::drive::DriveSpec =
             toml::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
@@ -255,12 +260,20 @@ fn bad_scratch_ranges_refused() {
         .unwrap();
     let out = dir.path().join("cal.toml");
     let run = |extra: &[&str]| {
-        let mut a = vec!["calibrate", f.to_str().unwrap(), "-o", out.to_str().unwrap()];
+        let mut a = vec![
+            "calibrate",
+            f.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ];
         a.extend_from_slice(extra);
         spindle(&a)
     };
     for (scratch, want) in [
-        ("10000..30000", "not a range inside the target's 20000 sectors"),
+        (
+            "10000..30000",
+            "not a range inside the target's 20000 sectors",
+        ),
         ("5000..5000", "not a range inside"),
         ("0..100", "too small to measure"),
     ] {

@@ -267,18 +267,21 @@ fn write_values(
     let times = w.cache_times_ns.iter().map(|t| format!("{:.3}", t / 1e6));
     let check = format!(
         "write cache check in LBAs {}..{}: {} writes at scattered angles, each right after a \
-         write, took [{}] ms",
+         write, took [{}] ms; back-to-back rewrites of one sector completed every {:.3} ms; single writes after a \
+         50 ms pause took {:.3} ms (p90)",
         w.scratch.0,
         w.scratch.1,
         w.cache_times_ns.len(),
-        times.collect::<Vec<_>>().join(", ")
+        times.collect::<Vec<_>>().join(", "),
+        w.rewrite_ns / 1e6,
+        w.idle_p90_ns / 1e6
     );
     match (w.write_cache_suspected, &w.overhead, w.settle_ns()) {
         (false, Some((wr, rd, res)), Some((settle, bound))) => {
             let (wr, rd, res) = (*wr, *rd, *res);
             put(
                 "write_cache_suspected",
-                format!("false: measured ({check}: they spread over the revolution)"),
+                format!("false: measured ({check}: they spread over the revolution, and a rewrite waits one)"),
             );
             put(
                 "overhead_write_ms",
@@ -323,8 +326,8 @@ fn write_values(
             put(
                 "write_cache_suspected",
                 format!(
-                    "true: {check}: answered in about the same time whatever the angle — a \
-                     volatile write cache, so write timing is NOT measured"
+                    "true: {check}: faster than any revolution (1 ms) or the same whatever the \
+                     angle — a volatile write cache, so write timing is NOT measured"
                 ),
             );
             put(

@@ -18,10 +18,15 @@ const CACHE_WRITES: u64 = 24;
 const CACHE_STEP: u64 = 37;
 /// The smallest scratch range the cache check needs.
 pub const SCRATCH_MIN: u64 = (CACHE_WRITES + 1) * CACHE_STEP + 1;
-/// Under this spread (p90 − p10) of write-after-write times, writes do not wait for their
-/// sector: no drive turns in under 1 ms (the rotation step refuses those), and the waits of
-/// 24 writes at scattered angles spread over ~80 % of a revolution.
-const CACHE_SPREAD_NS: f64 = 1e6;
+/// Under this, writes do not wait for their sector: no drive turns in under 1 ms (the
+/// rotation step refuses those for reads). Back-to-back rewrites of one sector each wait a
+/// whole revolution, and the waits of 24 writes at scattered angles spread (p90 − p10) over
+/// ~80 % of one — unless a cache answers.
+const CACHE_NS: f64 = 1e6;
+/// Back-to-back rewrites of one sector in the cache check.
+const REWRITES: usize = 16;
+/// Writes after an idle pause in the cache check.
+const IDLE_WRITES: u64 = 12;
 
 /// One distance of the settle measurement.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -41,6 +46,12 @@ pub struct Writes {
     pub write_cache_suspected: bool,
     /// The cache check's write-after-write times (ns) and their p10 / median / p90.
     pub cache_times_ns: Vec<f64>,
+    /// The median interval of back-to-back rewrites of one sector (ns).
+    #[serde(default)]
+    pub rewrite_ns: f64,
+    /// The p90 of single writes after an idle pause, send to answer (ns).
+    #[serde(default)]
+    pub idle_p90_ns: f64,
     /// Same-track minimum write and read times in the scratch range, ± (ns).
     pub overhead: Option<(f64, f64, f64)>,
     pub settle: Vec<Settle>,
@@ -102,28 +113,66 @@ pub fn cache_check(p: &mut Probe, scratch: &Range<u64>) -> Result<Writes, CalibE
     let mut v = t.clone();
     v.sort_by(f64::total_cmp);
     let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
-    let suspected = q(0.9) - q(0.1) < CACHE_SPREAD_NS;
+    let spread = q(0.9) - q(0.1);
+    // A cache with one write segment destages before taking a write elsewhere, so the
+    // scattered writes may still wait for their sectors (the emulator's write-back
+    // `ibm36z15` did: 1.2-4.4 ms); rewriting one sector hits the segment.
+    let mut c = Vec::with_capacity(REWRITES + 1);
+    for _ in 0..=REWRITES {
+        c.push(p.write(a, &data)?);
+    }
+    let gaps: Vec<f64> = c.windows(2).map(|w| w[1] - w[0]).collect();
+    let rewrite = median(&gaps);
+    // A write after an idle pause: a write-back cache has destaged the last one and takes
+    // it at once; back-to-back writes may each wait for the previous one's destage (the
+    // emulator's write-back `ibm36z15` made every rewrite wait a revolution). Send to
+    // answer, at scattered LBAs; p90, so that a few lucky angles of an uncached drive
+    // cannot pass (each is under 1 ms with probability under 1/4 at 15,000 rpm).
+    let mut idle = Vec::with_capacity(IDLE_WRITES as usize);
+    for k in 1..=IDLE_WRITES {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let sent = p.now_ns();
+        idle.push(p.write(a + k * CACHE_STEP, &data)? - sent);
+    }
+    idle.sort_by(f64::total_cmp);
+    let idle_p90 = idle[(idle.len() * 9 / 10).min(idle.len() - 1)];
+    let suspected = spread < CACHE_NS || rewrite < CACHE_NS || idle_p90 < CACHE_NS;
     p.say(format!(
-        "write cache check ({CACHE_WRITES} writes at scattered angles after a write): p10 / median \
-         / p90 {:.3} / {:.3} / {:.3} ms",
+        "write cache check: {CACHE_WRITES} writes at scattered angles after a write took p10 / \
+         median / p90 {:.3} / {:.3} / {:.3} ms; {REWRITES} back-to-back rewrites of LBA {a} \
+         completed every {:.3} ms (median); {IDLE_WRITES} writes after a 50 ms pause took \
+         {:.3} ms (p90)",
         q(0.1) / 1e6,
         q(0.5) / 1e6,
-        q(0.9) / 1e6
+        q(0.9) / 1e6,
+        rewrite / 1e6,
+        idle_p90 / 1e6
     ));
     if suspected {
         p.say(format!(
-            "WARNING: a volatile write cache seems to answer writes: their times spread {:.3} ms \
-             whatever the angle of their sector (a write that waits for its sector spreads over \
-             most of a revolution). Write timing is not measured, and the drive file marks it \
-             so (write_cache_suspected). Turn the cache off (hdparm -W 0 / sdparm --clear WCE) \
-             to measure it.",
-            (q(0.9) - q(0.1)) / 1e6
+            "WARNING: a volatile write cache seems to answer writes: {} — a write that waits \
+             for its sector takes up to a revolution, and no disk turns in 1 ms. Write timing \
+             is not measured, and the drive file marks it so (write_cache_suspected). Turn \
+             the cache off (hdparm -W 0 / sdparm --clear WCE) to measure it.",
+            match rewrite < CACHE_NS {
+                true => format!(
+                    "rewrites of one sector answered every {:.3} ms",
+                    rewrite / 1e6
+                ),
+                false => format!(
+                    "writes took {:.3}-{:.3} ms whatever their sector's angle",
+                    q(0.1) / 1e6,
+                    q(0.9) / 1e6
+                ),
+            }
         ));
     }
     Ok(Writes {
         scratch: (scratch.start, scratch.end),
         write_cache_suspected: suspected,
         cache_times_ns: t,
+        rewrite_ns: rewrite,
+        idle_p90_ns: idle_p90,
         ..Writes::default()
     })
 }
