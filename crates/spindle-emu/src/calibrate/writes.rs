@@ -154,12 +154,16 @@ pub fn cache_check(p: &mut Probe, scratch: &Range<u64>) -> Result<Writes, CalibE
              for its sector takes up to a revolution, and no disk turns in 1 ms. Write timing \
              is not measured, and the drive file marks it so (write_cache_suspected). Turn \
              the cache off (hdparm -W 0 / sdparm --clear WCE) to measure it.",
-            match rewrite < CACHE_NS {
-                true => format!(
+            match (rewrite < CACHE_NS, idle_p90 < CACHE_NS) {
+                (true, _) => format!(
                     "rewrites of one sector answered every {:.3} ms",
                     rewrite / 1e6
                 ),
-                false => format!(
+                (_, true) => format!(
+                    "writes after a pause answered within {:.3} ms (p90) whatever their angle",
+                    idle_p90 / 1e6
+                ),
+                _ => format!(
                     "writes took {:.3}-{:.3} ms whatever their sector's angle",
                     q(0.1) / 1e6,
                     q(0.9) / 1e6
