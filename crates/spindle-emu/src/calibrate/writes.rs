@@ -284,3 +284,57 @@ pub fn measure(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zone(first_lba: u64, lbas: u64, spt: u32) -> Zone {
+        Zone {
+            first_lba,
+            lbas,
+            spt,
+            partial: 0,
+            track_skew: 0,
+            cylinder_skew: 0,
+            head_penalty_ns: 0.0,
+            cylinder_penalty_ns: 0.0,
+            first_angle_ns: 0.0,
+        }
+    }
+
+    #[test]
+    fn settle_cancels_the_overheads_difference() {
+        let s = |cylinders, r: f64, w: f64| Settle {
+            cylinders,
+            min_read_ns: r,
+            min_write_ns: w,
+            resolution_ns: 10.0,
+        };
+        // Overheads 0.3 / 0.9 ms; seeks 1.0, 1.5, 2.0 ms; settle 0.45, 0.5, 0.6 ms.
+        let w = Writes {
+            overhead: Some((900e3, 300e3, 5.0)),
+            settle: vec![s(1, 1.3e6, 2.35e6), s(4, 1.8e6, 2.9e6), s(16, 2.3e6, 3.5e6)],
+            ..Writes::default()
+        };
+        let (settle, bound) = w.settle_ns().unwrap();
+        assert!((settle - 0.5e6).abs() < 1e-6, "{settle}");
+        assert!((bound - 0.075e6).abs() < 1e-6, "{bound}");
+        assert!(Writes::default().settle_ns().is_none());
+    }
+
+    #[test]
+    fn plan_finds_whole_tracks_and_refuses_small_ranges() {
+        let zones = [zone(0, 10_000, 100), zone(10_000, 20_000, 80)];
+        // 2 surfaces: a cylinder is 200 sectors in zone 0.
+        let (z, t0, d) = plan(&zones, 2, &(150..10_000)).unwrap();
+        assert_eq!((z.spt, t0), (100, 200));
+        assert_eq!(d, vec![1, 4, 16]);
+        let (_, t0, d) = plan(&zones, 2, &(150..1_200)).unwrap();
+        assert_eq!((t0, d), (200, vec![1, 4]));
+        let e = plan(&zones, 2, &(150..450)).unwrap_err();
+        assert!(e.contains("at least 300 sectors"), "{e}");
+        let e = plan(&zones, 2, &(40_000..50_000)).unwrap_err();
+        assert!(e.contains("outside the calibrated zones"), "{e}");
+    }
+}
