@@ -103,7 +103,7 @@ fn blind_calibration_recovers_rotation_and_zones() {
     let period = (60e9 / want.rpm).round();
     let begun = Instant::now();
     let mut refusals = Vec::new();
-    let text = loop {
+    let (text, dir, mut server) = loop {
         let dir = workdir();
         let exp = setup(dir.path(), "cheetah9lp", 0.02, 0.01);
         let mut server = serve(&exp, dir.path());
@@ -121,16 +121,21 @@ fn blind_calibration_recovers_rotation_and_zones() {
             "--realtime",
             "--quiet",
         ]);
-        let _ = server.kill();
-        let _ = server.wait();
         let err = stderr(&o);
         eprintln!(
             "{err}\ncalibration took {:.1} s",
             start.elapsed().as_secs_f64()
         );
         if o.status.success() {
-            break std::fs::read_to_string(&out).expect("drive file written");
+            // The server stays up for the head-tracking check below.
+            break (
+                std::fs::read_to_string(&out).expect("drive file written"),
+                dir,
+                server,
+            );
         }
+        let _ = server.kill();
+        let _ = server.wait();
         assert!(
             refused_for_measured_noise(&err, period),
             "calibration failed other than by a refusal for measured noise over 1 % of a \
@@ -202,6 +207,73 @@ fn blind_calibration_recovers_rotation_and_zones() {
     let first = points.first().expect("points").1;
     let last = points.last().expect("points").1;
     assert!(first > 0.3 && last > 3.0 * first, "seek table {points:?}");
+    check_head_tracking(dir.path(), &mut server);
+}
+
+/// Head tracking (dissertation 3.3.2) with the drive file just calibrated, blind, on the
+/// same emulated drive: `spindle calibrate --check` on 1,000 random 4 KiB reads after 200 of
+/// warm-up. The issue's bar, "predictions within 2 % of the emulated drive's own service
+/// times", is asserted on the typical request: the median over requests of |predicted −
+/// measured| / measured service time must be under 2 % (measured 0.14–0.35 %). The mean of
+/// that ratio (1.45–1.99 % in runs here, docs/calibrate.md) and table 3.2's demerit are
+/// printed, not asserted: both are dominated by rotation misses no predictor can foresee —
+/// the drive's own 2 % seek noise (~60 µs) and the host's delivery jitter make a request
+/// whose first sector is due within ~0.1 ms of the seek's end on either side a coin toss,
+/// 0.8·sigma/R ≈ 1–1.5 % of requests, each a revolution (~80 % of a service time) off — so
+/// on a loaded host they cross 2 % without the tracker being any worse. Those revolution
+/// errors are bounded instead (5 %: three times the expected share), and the mean
+/// prediction must match the mean service time within 2 %.
+fn check_head_tracking(dir: &Path, server: &mut Child) {
+    let cal = dir.join("cal.toml");
+    let o = spindle(&[
+        "calibrate",
+        &uri(dir),
+        "--check",
+        cal.to_str().unwrap(),
+        "--requests",
+        "1000",
+        "--warmup",
+        "200",
+        "--realtime",
+        "--quiet",
+        "--json",
+        "-",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(o.status.success(), "check failed: {}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("check JSON");
+    eprintln!("head tracking: {}", r["accuracy"]);
+    let a = &r["accuracy"];
+    let f = |k: &str| a[k].as_f64().unwrap_or_else(|| panic!("{k} in {a}"));
+    assert_eq!(a["requests"].as_u64(), Some(1000));
+    // Every answer of this drive is within reach of the model: the mean service time is
+    // the emulated drive's (a few ms), and predicted means agree with it.
+    let mean = f("mean_service_us");
+    assert!(mean > 3000.0 && mean < 15_000.0, "mean service {mean} µs");
+    assert!(
+        (f("mean_predicted_us") - mean).abs() / mean < 0.02,
+        "mean predicted {} vs measured {mean} µs",
+        f("mean_predicted_us")
+    );
+    // The issue's bar, on the typical request; a model a skew or a zone angle off spreads
+    // its errors over the revolution (a median of ~20 %, seen before the far-track check).
+    assert!(
+        f("median_abs_rel_error") < 0.02,
+        "median |error| / service {}",
+        f("median_abs_rel_error")
+    );
+    // Outside the revolution errors, predictions are right on: 90 % within ±200 µs (the
+    // dissertation's bound for long seeks; 97–98 % measured).
+    assert!(
+        f("within_200us") > 0.9,
+        "within ±200 µs: {}",
+        f("within_200us")
+    );
+    // Revolution errors (late or early): ~1-1.5 % expected at the host noise calibration
+    // accepts (above); a lost phase or a wrong layout gives tens of percent.
+    let revs = a["misses"].as_u64().unwrap() + a["early"].as_u64().unwrap();
+    assert!(revs <= 50, "{revs} revolution errors of 1000");
 }
 
 /// A zero-latency drive (`atlas10kv`, which reads a run from where the head lands) is told
@@ -306,4 +378,32 @@ fn files_too_small_or_not_rotating_are_refused() {
     );
     assert!(stderr(&o).contains("sigma"), "{}", stderr(&o));
     assert!(!out.exists());
+}
+
+/// `--check` with a drive file of another drive (`hp_c2247a`, 5,400 rpm, against an emulated
+/// 10,045 rpm `cheetah9lp`) is refused for its rotation before any workload runs: a
+/// tracker with the wrong period would report nonsense, not an accuracy. 64 reads.
+#[test]
+fn check_refuses_another_drives_file() {
+    let dir = workdir();
+    let exp = setup(dir.path(), "cheetah9lp", 0.02, 0.01);
+    let mut server = serve(&exp, dir.path());
+    let other = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../drives/hp_c2247a.toml");
+    let o = spindle(&[
+        "calibrate",
+        &uri(dir.path()),
+        "--check",
+        other.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not this drive's calibration"), "{err}");
+    assert!(
+        err.contains("11.111111 ms"),
+        "names the drive file's period: {err}"
+    );
+    assert!(o.stdout.is_empty(), "no report for a refused check");
 }

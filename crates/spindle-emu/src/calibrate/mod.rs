@@ -7,17 +7,25 @@
 //!    the completion noise, refused when too high ([`CalibError::TooNoisy`]).
 //! 2. [`layout`]: tracks and zones (growing-request scan + bisection), surfaces and skews.
 //! 3. [`seek`]: minimum read time versus cylinder distance.
-//! 4. [`output`]: a drive file whose every value names how, when and how precisely it was
+//! 4. [`writes`] (only with `--allow-writes --scratch`): a write cache check first, then
+//!    write overhead and settle, writing inside the scratch range alone.
+//! 5. [`output`]: a drive file whose every value names how, when and how precisely it was
 //!    measured.
 //!
-//! Read-only: no write is ever issued. Q = 1: one request at a time, timed by
+//! [`check`] (`--check DRIVE.toml`) runs a calibrated drive file's head tracking against the
+//! target on a random read workload and reports its prediction error.
+//!
+//! Read-only unless the caller allows writes (`Options::scratch`): the target is then
+//! opened read-only and no write is ever issued. Q = 1: one request at a time, timed by
 //! `std::time::Instant` around it. The pure fitting is `spindle::calib`.
 
+pub mod check;
 pub mod layout;
 pub mod output;
 pub mod probe;
 pub mod seek;
 pub mod target;
+pub mod writes;
 
 use serde::{Deserialize, Serialize};
 use spindle::calib::rotation::Estimate;
@@ -46,6 +54,12 @@ pub enum CalibError {
     ZeroLatency { target: String, msg: String },
     #[error("{target}: too small to calibrate: {msg}")]
     TooSmall { target: String, msg: String },
+    /// `--check`: the drive file does not describe the target.
+    #[error("{target}: {msg}")]
+    Mismatch { target: String, msg: String },
+    /// `--scratch`: outside the target or too small for the cache check.
+    #[error("--scratch: {0}")]
+    Scratch(String),
     #[error("state file: {0}")]
     Resume(String),
 }
@@ -64,6 +78,9 @@ pub struct Options {
     /// Time from a `SCHED_FIFO` thread, so the host's other work does not delay the
     /// timestamps (needs root or CAP_SYS_NICE; says so and goes on without).
     pub realtime: bool,
+    /// `--allow-writes --scratch START..END`: the only LBAs written; `None`: nothing is
+    /// written, the target is opened read-only.
+    pub scratch: Option<std::ops::Range<u64>>,
 }
 
 /// Everything measured so far: the state file's contents.
@@ -81,10 +98,15 @@ pub struct Measured {
     pub surfaces: Option<u32>,
     pub skews_done: bool,
     pub seek: Option<Vec<seek::Point>>,
+    /// Write timing (`--allow-writes`); `None`: not measured.
+    #[serde(default)]
+    pub writes: Option<writes::Writes>,
     /// Wall-clock start (UTC, RFC 3339) and the duration of each step (s).
     pub started: String,
     pub seconds: Vec<(String, f64)>,
     pub reads: u64,
+    #[serde(default)]
+    pub writes_issued: u64,
 }
 
 fn save(opts: &Options, m: &Measured) -> Result<(), CalibError> {
@@ -128,7 +150,7 @@ pub fn calibrate(
     if opts.realtime {
         crate::driver::become_realtime("calibrate", 40);
     }
-    let t = target::open(name)?;
+    let t = target::open(name, opts.scratch.is_some())?;
     let mut m = load(opts, name)?.unwrap_or_else(|| Measured {
         target: name.to_string(),
         started: output::utc_now(),
@@ -147,7 +169,39 @@ pub fn calibrate(
             ),
         });
     }
+    if let Some(s) = &opts.scratch {
+        if s.start >= s.end || s.end > m.sectors {
+            return Err(CalibError::Scratch(format!(
+                "{}..{} is not a range inside the target's {} sectors",
+                s.start, s.end, m.sectors
+            )));
+        }
+        if s.end - s.start < writes::SCRATCH_MIN {
+            return Err(CalibError::Scratch(format!(
+                "{}..{} holds {} sectors, too small to measure: the write cache check alone \
+                 needs {} (write settle needs two cylinders of a zone more)",
+                s.start,
+                s.end,
+                s.end - s.start,
+                writes::SCRATCH_MIN
+            )));
+        }
+        if m.writes
+            .as_ref()
+            .is_some_and(|w| w.scratch != (s.start, s.end))
+        {
+            return Err(CalibError::Resume(
+                "the state file's write step used another --scratch range".into(),
+            ));
+        }
+    }
     let mut p = probe::Probe::new(t, events);
+    p.scratch = opts.scratch.clone();
+    if let (Some(s), None) = (&opts.scratch, &m.writes) {
+        (p.events)(Event::Stage("write cache", 0));
+        m.writes = Some(writes::cache_check(&mut p, s)?);
+        save(opts, &m)?;
+    }
     let clock = std::time::Instant::now();
     let lap = |m: &mut Measured, what: &str, since: &mut std::time::Instant| {
         m.seconds.push((what.into(), since.elapsed().as_secs_f64()));
@@ -194,7 +248,20 @@ pub fn calibrate(
         lap(&mut m, "seek profile", &mut since);
         save(opts, &m)?;
     }
+    if let Some(mut w) = m.writes.take() {
+        let todo = !w.write_cache_suspected && w.overhead.is_none();
+        if todo {
+            let zones = m.zones.as_ref().expect("zones measured");
+            writes::measure(&mut p, &mut w, zones, m.surfaces.unwrap_or(1))?;
+        }
+        m.writes = Some(w);
+        if todo {
+            lap(&mut m, "write timing", &mut since);
+            save(opts, &m)?;
+        }
+    }
     m.reads += p.reads;
+    m.writes_issued += p.writes;
     save(opts, &m)?;
     Ok(m)
 }

@@ -184,14 +184,7 @@ pub fn drive_file(m: &Measured, id: &str) -> Result<String, String> {
         }
         None => put("seek", "not measured (--no-seek): zero seek times".into()),
     }
-    put(
-        "overhead_write_ms",
-        "not measured (read-only calibration): set to the read overhead".into(),
-    );
-    put(
-        "write_settle_ms",
-        "not measured (read-only calibration): 0".into(),
-    );
+    let (overhead_write_ms, write_settle_ms) = write_values(m, overhead_ms, &mut put);
     put(
         "zero_latency",
         "measured off: every growing read of the scan (up to a track and past it) after a pass \
@@ -200,35 +193,47 @@ pub fn drive_file(m: &Measured, id: &str) -> Result<String, String> {
             .into(),
     );
     let capacity: u64 = zones.iter().map(|z| z.lbas).sum();
-    let spec = DriveSpec {
-        id: id.to_string(),
-        name: format!("calibrated {}", m.target),
-        description: format!(
+    let spec =
+        DriveSpec {
+            id: id.to_string(),
+            name: format!("calibrated {}", m.target),
+            description: format!(
             "Measured from request timing alone by `spindle calibrate` ({} reads, started {}). \
-             Covers LBAs 0..{capacity} of the target's {} sectors. Read-only: write timing, \
-             write cache and zero-latency access are not measured.",
-            m.reads, m.started, m.sectors
+             Covers LBAs 0..{capacity} of the target's {} sectors. {}",
+            m.reads, m.started, m.sectors,
+            match &m.writes {
+                None => "Read-only: write timing and write cache are not measured.".to_string(),
+                Some(w) if w.write_cache_suspected => format!(
+                    "{} writes in LBAs {}..{}: a volatile write cache answered them, so write \
+                     timing is not measured (write_cache_suspected).",
+                    m.writes_issued, w.scratch.0, w.scratch.1
+                ),
+                Some(w) => format!(
+                    "{} writes in LBAs {}..{} measured write overhead and settle.",
+                    m.writes_issued, w.scratch.0, w.scratch.1
+                ),
+            }
         ),
-        estimated: false,
-        rpm,
-        sector_bytes: m.sector_bytes,
-        surfaces,
-        cylinders: cyl,
-        zones: specs,
-        slips: vec![],
-        seek,
-        head_switch_ms,
-        write_settle_ms: 0.0,
-        zero_latency: false,
-        overhead_read_ms: overhead_ms,
-        overhead_write_ms: overhead_ms,
-        noise: NoiseSpec::default(),
-        layout: LayoutSpec::default(),
-        cache: None,
-        power: None,
-        provenance: prov,
-        sources: BTreeMap::new(),
-    };
+            estimated: false,
+            rpm,
+            sector_bytes: m.sector_bytes,
+            surfaces,
+            cylinders: cyl,
+            zones: specs,
+            slips: vec![],
+            seek,
+            head_switch_ms,
+            write_settle_ms,
+            zero_latency: false,
+            overhead_read_ms: overhead_ms,
+            overhead_write_ms,
+            noise: NoiseSpec::default(),
+            layout: LayoutSpec::default(),
+            cache: None,
+            power: None,
+            provenance: prov,
+            sources: BTreeMap::new(),
+        };
     let body = toml::to_string(&spec).map_err(|e| format!("serialising the drive file: {e}"))?;
     spindle::drive::parse_drive(&body)
         .map_err(|e| format!("the measured drive does not load: {e}"))?;
@@ -237,4 +242,103 @@ pub fn drive_file(m: &Measured, id: &str) -> Result<String, String> {
          how precisely.\n\n{body}",
         spec.name
     ))
+}
+
+/// The write overhead and settle (ms) and their provenance: measured (`--allow-writes`,
+/// no write cache seen), else what is assumed and why.
+fn write_values(
+    m: &Measured,
+    overhead_read_ms: f64,
+    put: &mut dyn FnMut(&str, String),
+) -> (f64, f64) {
+    let Some(w) = &m.writes else {
+        put(
+            "overhead_write_ms",
+            "not measured (read-only calibration; --allow-writes --scratch measures it): set to \
+             the read overhead"
+                .into(),
+        );
+        put(
+            "write_settle_ms",
+            "not measured (read-only calibration; --allow-writes --scratch measures it): 0".into(),
+        );
+        return (overhead_read_ms, 0.0);
+    };
+    let times = w.cache_times_ns.iter().map(|t| format!("{:.3}", t / 1e6));
+    let check = format!(
+        "write cache check in LBAs {}..{}: {} writes at scattered angles, each right after a \
+         write, took [{}] ms; back-to-back rewrites of one sector completed every {:.3} ms; single writes after a \
+         50 ms pause took {:.3} ms (p90)",
+        w.scratch.0,
+        w.scratch.1,
+        w.cache_times_ns.len(),
+        times.collect::<Vec<_>>().join(", "),
+        w.rewrite_ns / 1e6,
+        w.idle_p90_ns / 1e6
+    );
+    match (w.write_cache_suspected, &w.overhead, w.settle_ns()) {
+        (false, Some((wr, rd, res)), Some((settle, bound))) => {
+            let (wr, rd, res) = (*wr, *rd, *res);
+            put(
+                "write_cache_suspected",
+                format!("false: measured ({check}: they spread over the revolution, and a rewrite waits one)"),
+            );
+            put(
+                "overhead_write_ms",
+                format!(
+                    "minimum write time to a sector on the same track (host round trip \
+                     included, as the read overhead), at LBA {}..: {:.3} ms ± {:.3} (median of \
+                     three bisections over the angle to the sector; the same-track minimum \
+                     read time there {:.3} ms)",
+                    w.scratch.0,
+                    wr / 1e6,
+                    res / 1e6,
+                    rd / 1e6
+                ),
+            );
+            put(
+                "write_settle_ms",
+                format!(
+                    "minimum write time less minimum read time at the same seek distance, less \
+                     the same difference on the same track (the overheads'), the median over {} \
+                     distances: {}; ± {:.3} ms (half the spread over distances, or the \
+                     searches' if wider)",
+                    w.settle.len(),
+                    w.settle
+                        .iter()
+                        .map(|s| format!(
+                            "{} cylinders {:.3} - {:.3} - ({:.3} - {:.3}) = {:.3} ms",
+                            s.cylinders,
+                            s.min_write_ns / 1e6,
+                            s.min_read_ns / 1e6,
+                            wr / 1e6,
+                            rd / 1e6,
+                            w.settle_at(s).unwrap_or(f64::NAN) / 1e6
+                        ))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                    bound / 1e6
+                ),
+            );
+            (wr / 1e6, (settle / 1e6).max(0.0))
+        }
+        _ => {
+            put(
+                "write_cache_suspected",
+                format!(
+                    "true: {check}: faster than any revolution (1 ms) or the same whatever the \
+                     angle — a volatile write cache, so write timing is NOT measured"
+                ),
+            );
+            put(
+                "overhead_write_ms",
+                "not measured (a write cache answered the writes): set to the read overhead".into(),
+            );
+            put(
+                "write_settle_ms",
+                "not measured (a write cache answered the writes): 0".into(),
+            );
+            (overhead_read_ms, 0.0)
+        }
+    }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 /// The reference sector: every angle is relative to the end of LBA 0.
 pub const REFERENCE_LBA: u64 = 0;
 /// Back-to-back reads in the synchronized measurement.
-const SYNC_READS: usize = 64;
+pub const SYNC_READS: usize = 64;
 /// Reads in one asynchronous phase anchor.
 const ANCHOR_READS: usize = 16;
 /// Eq. 3.1's alpha: the count's error stays under a fifth of a revolution.
@@ -30,6 +30,9 @@ pub struct Probe<'a> {
     pub sigma_ns: f64,
     pub gamma_ns: f64,
     pub reads: u64,
+    pub writes: u64,
+    /// The only LBAs a write may touch (`--scratch`; `None`: no write at all).
+    pub scratch: Option<std::ops::Range<u64>>,
     /// Deviations of repeated timings from their median (ns), the latest [`NOISE_KEPT`]:
     /// the noise as the scan sees it now, which a refusal reports.
     devs: std::collections::VecDeque<f64>,
@@ -52,6 +55,8 @@ impl<'a> Probe<'a> {
             sigma_ns: 0.0,
             gamma_ns: 0.0,
             reads: 0,
+            writes: 0,
+            scratch: None,
             devs: std::collections::VecDeque::new(),
             events,
         }
@@ -65,6 +70,11 @@ impl<'a> Probe<'a> {
         self.est.period_ns
     }
 
+    /// Now, ns since the epoch (the instant a request is issued).
+    pub fn now_ns(&self) -> f64 {
+        self.epoch.elapsed().as_nanos() as f64
+    }
+
     /// Reads and returns the answer instant, ns since the epoch.
     pub fn read(&mut self, lba: u64, sectors: u32) -> Result<f64, CalibError> {
         let at = self.target.read(lba, sectors)?;
@@ -72,7 +82,26 @@ impl<'a> Probe<'a> {
         Ok(at.duration_since(self.epoch).as_nanos() as f64)
     }
 
-    fn burst(&mut self, n: usize) -> Result<Vec<f64>, CalibError> {
+    /// Writes `data` at `lba` — only inside the scratch range the caller allowed (a guard:
+    /// the write step checks its LBAs first) — and returns the answer instant.
+    pub fn write(&mut self, lba: u64, data: &[u8]) -> Result<f64, CalibError> {
+        let n = (data.len() / self.target.sector_bytes() as usize) as u64;
+        let ok = self
+            .scratch
+            .as_ref()
+            .is_some_and(|s| lba >= s.start && lba + n <= s.end);
+        if !ok {
+            return Err(CalibError::Scratch(format!(
+                "internal: a write of {n} sectors at LBA {lba} outside the scratch range {:?}",
+                self.scratch
+            )));
+        }
+        let at = self.target.write(lba, data)?;
+        self.writes += 1;
+        Ok(at.duration_since(self.epoch).as_nanos() as f64)
+    }
+
+    pub fn burst(&mut self, n: usize) -> Result<Vec<f64>, CalibError> {
         // The first read positions the arm; its completion is not one revolution after
         // anything.
         self.read(REFERENCE_LBA, 1)?;

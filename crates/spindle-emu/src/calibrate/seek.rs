@@ -36,11 +36,24 @@ pub fn track_lba(zones: &[Zone], surfaces: u32, c: u32, h: u32) -> Option<(u64, 
 
 /// Minimum read time from the start of track 0 to the track at `to` (whose zone is `z`).
 fn min_read(p: &mut Probe, z0: &Zone, to: (u64, &Zone)) -> Result<(f64, f64), CalibError> {
+    // From the middle of track 0, so that a same-track target lies ahead of it.
+    min_time(p, z0.first_lba + u64::from(z0.spt) / 4, to, None)
+}
+
+/// Minimum time of a read (`write` `None`) or a write of `write`'s one sector, issued at
+/// once after a read of sector `from`, to the track at `to`: the smallest angle past
+/// `from`'s end that the access makes without losing a revolution, and the bisection's
+/// half-width (ns). A write ends when its sector has passed under the head, as a read
+/// does, so the same angle reads judge both (docs/calibrate.md, Writes).
+pub(super) fn min_time(
+    p: &mut Probe,
+    from: u64,
+    to: (u64, &Zone),
+    write: Option<&[u8]>,
+) -> Result<(f64, f64), CalibError> {
     let period = p.period();
     let (to_lba, z) = to;
     let sector = period / f64::from(z.spt);
-    // From the middle of track 0, so that a same-track target lies ahead of it.
-    let from = z0.first_lba + u64::from(z0.spt) / 4;
     p.reanchor()?;
     let e_from = p.end_angle(from, 5)?;
     let e_first = p.end_angle(to_lba, 5)?;
@@ -65,7 +78,10 @@ fn min_read(p: &mut Probe, z0: &Zone, to: (u64, &Zone)) -> Result<(f64, f64), Ca
         let mut gs = Vec::new();
         for _ in 0..8 {
             let a = p.read(from, 1)?;
-            let b = p.read(lba, 1)?;
+            let b = match write {
+                Some(data) => p.write(lba, data)?,
+                None => p.read(lba, 1)?,
+            };
             let g = b - a - real - sector;
             let off = wrap(g, period).min(period - wrap(g, period));
             gs.push(format!("{:.0}", g / 1e3));
@@ -78,8 +94,9 @@ fn min_read(p: &mut Probe, z0: &Zone, to: (u64, &Zone)) -> Result<(f64, f64), Ca
         Err(CalibError::TooNoisy {
             target: p.target.describe(),
             msg: format!(
-                "8 trials of a read of LBA {lba} after LBA {from} all answered late (gaps off by \
+                "8 trials of a {} of LBA {lba} after LBA {from} all answered late (gaps off by \
                  [{}] µs; theta {:.0} µs)",
+                if write.is_some() { "write" } else { "read" },
                 gs.join(", "),
                 theta / 1e3
             ),

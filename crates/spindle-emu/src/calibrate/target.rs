@@ -1,7 +1,8 @@
 //! What `spindle calibrate` measures: an NBD export, a block device or a file, read one
 //! request at a time and timed by the caller's clock.
 //!
-//! Files and block devices are opened read-only with `O_DIRECT` (no page cache between the
+//! Files and block devices are opened read-only with `O_DIRECT` (read-write only when the
+//! caller allows writes: `--allow-writes`) (no page cache between the
 //! timer and the disk); a file system that refuses `O_DIRECT` is opened without it, and
 //! [`Target::describe`] says so.
 
@@ -31,10 +32,24 @@ pub trait Target {
     fn sector_bytes(&self) -> u32;
     /// Reads `sectors` sectors at `lba`; returns when the answer arrived.
     fn read(&mut self, lba: u64, sectors: u32) -> Result<Instant, TargetError>;
+    /// Writes `data` (whole sectors) at `lba`; returns when the answer arrived. Refused by
+    /// a target opened read-only.
+    fn write(&mut self, lba: u64, data: &[u8]) -> Result<Instant, TargetError>;
 }
 
-/// Opens `name`: an `nbd://` or `nbd+unix://` URI, else a path.
-pub fn open(name: &str) -> Result<Box<dyn Target>, TargetError> {
+fn read_only(name: &str, lba: u64, data: &[u8]) -> TargetError {
+    TargetError::Read {
+        target: name.to_string(),
+        lba,
+        sectors: (data.len() / 512) as u32,
+        msg: "a write to a target opened read-only (calibrate writes only with --allow-writes)"
+            .into(),
+    }
+}
+
+/// Opens `name`: an `nbd://` or `nbd+unix://` URI, else a path; `writable`: writes allowed
+/// (else every write is refused here, before it reaches the target).
+pub fn open(name: &str, writable: bool) -> Result<Box<dyn Target>, TargetError> {
     let err = |msg: String| TargetError::Open {
         target: name.to_string(),
         msg,
@@ -48,9 +63,10 @@ pub fn open(name: &str) -> Result<Box<dyn Target>, TargetError> {
             client,
             sector_bytes,
             buf: Vec::new(),
+            writable,
         }));
     }
-    File::open(name).map(|f| Box::new(f) as Box<dyn Target>)
+    File::open(name, writable).map(|f| Box::new(f) as Box<dyn Target>)
 }
 
 struct Nbd {
@@ -58,6 +74,7 @@ struct Nbd {
     client: NbdClient,
     sector_bytes: u32,
     buf: Vec<u8>,
+    writable: bool,
 }
 
 impl Target for Nbd {
@@ -85,6 +102,20 @@ impl Target for Nbd {
                 msg: e.to_string(),
             })
     }
+
+    fn write(&mut self, lba: u64, data: &[u8]) -> Result<Instant, TargetError> {
+        if !self.writable {
+            return Err(read_only(&self.name, lba, data));
+        }
+        self.client
+            .write_timed(lba * u64::from(self.sector_bytes), data)
+            .map_err(|e| TargetError::Read {
+                target: self.name.clone(),
+                lba,
+                sectors: (data.len() / self.sector_bytes as usize) as u32,
+                msg: format!("writing: {e}"),
+            })
+    }
 }
 
 /// Alignment of `O_DIRECT` buffers: a page covers every logical block size.
@@ -94,13 +125,14 @@ struct File {
     name: String,
     file: std::fs::File,
     direct: bool,
+    writable: bool,
     sectors: u64,
     /// An `ALIGN`-aligned window into `raw`.
     raw: Vec<u8>,
 }
 
 impl File {
-    fn open(name: &str) -> Result<File, TargetError> {
+    fn open(name: &str, writable: bool) -> Result<File, TargetError> {
         let err = |msg: String| TargetError::Open {
             target: name.to_string(),
             msg,
@@ -108,6 +140,7 @@ impl File {
         let open = |flags: i32| {
             std::fs::OpenOptions::new()
                 .read(true)
+                .write(writable)
                 .custom_flags(flags)
                 .open(name)
         };
@@ -127,6 +160,7 @@ impl File {
             name: name.to_string(),
             file,
             direct,
+            writable,
             sectors: bytes / 512,
             raw: Vec::new(),
         })
@@ -161,6 +195,24 @@ impl Target for File {
                 lba,
                 sectors,
                 msg: e.to_string(),
+            })?;
+        Ok(Instant::now())
+    }
+
+    fn write(&mut self, lba: u64, data: &[u8]) -> Result<Instant, TargetError> {
+        if !self.writable {
+            return Err(read_only(&self.name, lba, data));
+        }
+        self.raw.resize(data.len() + ALIGN, 0);
+        let skip = self.raw.as_ptr().align_offset(ALIGN);
+        self.raw[skip..skip + data.len()].copy_from_slice(data);
+        self.file
+            .write_all_at(&self.raw[skip..skip + data.len()], lba * 512)
+            .map_err(|e| TargetError::Read {
+                target: self.name.clone(),
+                lba,
+                sectors: (data.len() / 512) as u32,
+                msg: format!("writing: {e}"),
             })?;
         Ok(Instant::now())
     }

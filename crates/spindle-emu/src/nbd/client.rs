@@ -364,6 +364,13 @@ impl NbdClient {
         self.reply("write", offset, len)
     }
 
+    /// [`NbdClient::write`], returning when the reply arrived (a write's reply has no
+    /// payload: the server's answer instant).
+    pub fn write_timed(&mut self, offset: u64, buf: &[u8]) -> Result<std::time::Instant, NbdError> {
+        self.write(offset, buf)?;
+        Ok(std::time::Instant::now())
+    }
+
     pub fn flush(&mut self) -> Result<(), NbdError> {
         self.command(CMD_FLUSH, 0, 0, None)?;
         self.reply("flush", 0, 0)

@@ -8,10 +8,15 @@
 //! - [`rotation`]: full rotation time, synchronized then asynchronous refinement (eqs.
 //!   3.1–3.2), and the rotational phase of a reference sector.
 //! - [`skew`]: surfaces and skews from the penalties of crossing track boundaries.
+//! - [`track`]: head tracking at run time (3.3.2): predictions from a calibrated drive,
+//!   slack adapted to rotation misses, the host's answer delay; [`accuracy`]: their error
+//!   statistics (table 3.2).
 //! - robust statistics shared by both ([`median`], [`mad_sigma`]).
 
+pub mod accuracy;
 pub mod rotation;
 pub mod skew;
+pub mod track;
 
 /// Median of `xs` (`NaN` for none).
 #[must_use]

@@ -102,9 +102,80 @@ pub fn skew_sectors(penalty_ns: f64, period_ns: f64, sector_ns: f64, spt: u32) -
     u32::try_from(s % u64::from(spt)).expect("below spt")
 }
 
+/// Far-track check of a zone's skews. A skew one sector off puts every track's first
+/// sector one more sector off per switch (a track 100 switches in, 100 sectors: the angles a
+/// head tracker predicts are then wrong everywhere but near the zone's start), though it is
+/// within the "one sector" a skew is measured to. `obs` holds, for tracks of the zone, the
+/// head switches and cylinder switches from its first track (as
+/// `spindle::drive::Geometry::angle_index` counts them) and the measured angle of the
+/// track's first sector after the zone's first sector, in sectors. Returns the corrections
+/// (track, cylinder) within ±`range` sectors whose angles fit every observation best
+/// (smaller corrections first on a tie), that fit's mean absolute residual in sectors, and
+/// the runner-up's (how clearly the observations single the best out).
+#[must_use]
+pub fn skew_corrections(
+    obs: &[(u64, u64, f64)],
+    skews: (u32, u32),
+    spt: u32,
+    range: i64,
+) -> (i64, i64, f64, f64) {
+    assert!(!obs.is_empty(), "observations to fit");
+    assert!(spt > 0 && range >= 0, "a track holds sectors");
+    let n = spt as f64;
+    let resid = |dt: i64, dc: i64| -> f64 {
+        obs.iter()
+            .map(|&(h, c, got)| {
+                let t = i128::from(skews.0) + i128::from(dt);
+                let cy = i128::from(skews.1) + i128::from(dc);
+                let want = (i128::from(h) * t + i128::from(c) * cy).rem_euclid(i128::from(spt));
+                let d = (got - want as f64).rem_euclid(n);
+                d.min(n - d)
+            })
+            .sum::<f64>()
+            / obs.len() as f64
+    };
+    let mut cands: Vec<(i64, i64)> = (-range..=range)
+        .flat_map(|a| (-range..=range).map(move |b| (a, b)))
+        .collect();
+    cands.sort_by_key(|&(a, b)| a.abs() + b.abs());
+    let mut fits: Vec<(i64, i64, f64)> = cands
+        .into_iter()
+        .map(|(a, b)| (a, b, resid(a, b)))
+        .collect();
+    // Stable: on a tie the smaller correction stays first.
+    fits.sort_by(|x, y| x.2.total_cmp(&y.2));
+    let second = fits.get(1).map_or(f64::INFINITY, |f| f.2);
+    (fits[0].0, fits[0].1, fits[0].2, second)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn far_tracks_correct_a_skew_one_sector_off() {
+        // True skews 97 and 133 on a 254-sector track, 12 surfaces; measured 96 and 133.
+        let (spt, s) = (254u64, 12u64);
+        let obs: Vec<(u64, u64, f64)> = [11u64, 12, 2000, 5000, 10_000]
+            .iter()
+            .map(|&k| {
+                let c = k / s;
+                let h = c * (s - 1) + k % s;
+                let a = (h * 97 + c * 133) % spt;
+                (h, c, a as f64 + 0.3)
+            })
+            .collect();
+        let (dt, dc, r, second) = skew_corrections(&obs, (96, 133), spt as u32, 2);
+        assert_eq!((dt, dc), (1, 0));
+        assert!((r - 0.3).abs() < 1e-9, "{r}");
+        assert!(
+            second > 5.0,
+            "the far tracks single the correction out: {second}"
+        );
+        // Already right: no correction.
+        let (dt, dc, _, _) = skew_corrections(&obs, (97, 133), spt as u32, 2);
+        assert_eq!((dt, dc), (0, 0));
+    }
 
     #[test]
     fn surfaces_are_the_spacing_of_cylinder_switches() {
