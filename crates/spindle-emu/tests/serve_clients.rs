@@ -359,7 +359,8 @@ fn failed_disk_is_rebuilt_under_real_clients(layout: &str, failed: usize, mirror
 /// data (it reads as zeros: every read that meets a bad location is served by the mirror) and
 /// writes and reads back patterns; fio's verified random I/O runs over it; the final
 /// statistics count the errors met and repaired and no data lost. A single-copy EW-Array
-/// answers a read of a bad location with an I/O error, never with other bytes.
+/// or striped array answers a read of a bad location with an I/O error, never with other
+/// bytes.
 #[test]
 fn latent_sector_errors_are_served_by_a_mirror_under_real_clients() {
     let tools = have("qemu-io", "qemu-utils") & have("fio", "fio");
@@ -433,19 +434,22 @@ fn latent_sector_errors_are_served_by_a_mirror_under_real_clients() {
         assert!(l.errors >= min_errors, "{layout}: {l:?}");
         assert!(l.repairs > 0 && l.unrecoverable == 0, "{layout}: {l:?}");
     }
-    // One copy: a read of a bad location has nowhere else to go.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (uri, stop, server) = serve_in_thread(
-        &exp("layout = \"ew-array\"\ndm = 1\nds = 2\ndd = 2\n", "1e-3"),
-        dir.path().join("d"),
-    );
-    let (_, out) = run("qemu-io", &["-f", "raw", &uri, "-c", "read -P 0 0 16m"]);
-    assert!(
-        out.contains("Input/output error") && !out.contains("Pattern verification failed"),
-        "a lost block is an I/O error: {out}"
-    );
-    stop.send(()).expect("server running");
-    let stats = server.join().expect("server thread").expect("served");
-    let l = stats.latent.expect("latent errors are counted");
-    assert!(l.unrecoverable > 0 && l.repairs == 0, "{l:?}");
+    // One copy: a read of a bad location has nowhere else to go. An EW-Array, and striping
+    // (the mirrored family's engine: its bad read must move no bytes either).
+    for layout in [
+        "layout = \"ew-array\"\ndm = 1\nds = 2\ndd = 2\n",
+        "layout = \"striping\"\nds = 2\n",
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (uri, stop, server) = serve_in_thread(&exp(layout, "1e-3"), dir.path().join("d"));
+        let (_, out) = run("qemu-io", &["-f", "raw", &uri, "-c", "read -P 0 0 16m"]);
+        assert!(
+            out.contains("Input/output error") && !out.contains("Pattern verification failed"),
+            "{layout}: a lost block is an I/O error: {out}"
+        );
+        stop.send(()).expect("server running");
+        let stats = server.join().expect("server thread").expect("served");
+        let l = stats.latent.expect("latent errors are counted");
+        assert!(l.unrecoverable > 0 && l.repairs == 0, "{layout}: {l:?}");
+    }
 }

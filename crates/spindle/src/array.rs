@@ -1192,7 +1192,10 @@ impl Array {
             }
             written |= 1 << k;
         }
-        if let Some(copies) = copies.filter(|_| kind != Kind::RebuildRead) {
+        // A read that meets a latent sector error returns nothing: no bytes move (the
+        // emulator answers a read no copy filled with an I/O error).
+        let unreadable = kind == Kind::Read && self.read_meets_latent_error(disk, runs.as_slice());
+        if let Some(copies) = copies.filter(|_| kind != Kind::RebuildRead && !unreadable) {
             let mv = self.data_move(disk, r.op, kind, id, piece, copies);
             debug_assert!(
                 mv.is_consistent(self.drive.geometry().sector_bytes()),
@@ -1221,7 +1224,6 @@ impl Array {
                 .access_runs(now, &d.head, r.op, runs_slice, pick.via_cylinder, rng)
         };
         let until = access.end;
-        let unreadable = kind == Kind::Read && self.read_meets_latent_error(disk, runs_slice);
         #[cfg(test)]
         if kind == Kind::Read && !unreadable {
             let must_see = &self.ops[id].must_see;
