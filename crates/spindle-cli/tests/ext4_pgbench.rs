@@ -156,10 +156,13 @@ fn ext4_and_pgbench_on_an_emulated_raid10() {
     let records: Vec<trace::TraceRecord> = trace::open(TraceFormat::DiskSim, text.as_bytes())
         .collect::<Result<_, _>>()
         .unwrap_or_else(|e| panic!("{}: {e}", rec.display()));
-    // As many as the server counted between its statistics before and after the run (the
-    // recording's window is those two instants; ±2 for a request answered at either edge).
-    // Not an absolute count: how many requests pgbench makes in 10 s depends on the
-    // machine's load (380 at a load of 8, over 1,000 on an idle machine).
+    // About as many as the server answered between its statistics before and after the run
+    // (the recording's window is those two instants). The recording counts the requests
+    // that arrived in it, the statistics those answered, so they differ by the requests in
+    // flight at its two edges: at most the NBD clients' queues, which `nbd_inflight` shows
+    // at 5 a connection over 3 connections, so 32 is a bound with room (measured: 7). Not an
+    // absolute count: how many requests pgbench makes in 10 s depends on the machine's load
+    // (380 at a load of 8, 1,433 on an idle machine).
     let served = |when: &str| -> f64 {
         let line = out
             .lines()
@@ -178,7 +181,7 @@ fn ext4_and_pgbench_on_an_emulated_raid10() {
     };
     let in_run = served("after") - served("before");
     assert!(
-        in_run > 0.0 && (records.len() as f64 - in_run).abs() <= 2.0,
+        in_run > 0.0 && (records.len() as f64 - in_run).abs() <= 32.0,
         "{} requests recorded, {in_run} served during the run",
         records.len()
     );
