@@ -8,60 +8,17 @@
 
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Output};
 
 mod common;
+use common::emulated_drive::{one_disk_experiment, serve, uri, workdir};
 use common::{spindle, stderr};
 
 /// A one-disk jbod of `model` (a drive file path) with `extra` appended to it.
 fn setup(dir: &Path, model: &Path, extra: &str) -> String {
     let mut text = std::fs::read_to_string(model).expect("drive file");
     text.push_str(extra);
-    let drive = dir.join("drive.toml");
-    std::fs::write(&drive, text).expect("write the drive");
-    let exp = format!(
-        "seed = 11\n[drive]\nmodel = \"{}\"\nnoise = true\n[array]\nlayout = \"jbod\"\ndisks = 1\n\
-         [workload]\nkind = \"closed\"\nqueue_depth = 1\n[run]\nrequests = 100\n",
-        drive.display()
-    );
-    let path = dir.join("exp.toml");
-    std::fs::write(&path, exp).expect("write the experiment");
-    path.to_string_lossy().into_owned()
-}
-
-/// `spindle serve EXP` on `DIR/sock` (SCHED_FIFO when allowed), waited for.
-fn serve(exp: &str, dir: &Path) -> Child {
-    let sock = dir.join("sock");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_spindle"))
-        .args(["serve", exp, "--realtime", "--data"])
-        .arg(dir.join("data"))
-        .arg("--unix")
-        .arg(&sock)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spindle serve starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !sock.exists() {
-        if let Some(status) = child.try_wait().expect("wait") {
-            panic!("spindle serve exited with {status} before listening");
-        }
-        assert!(Instant::now() < deadline, "no socket within 30 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
-}
-
-/// On tmpfs when there is one (a busy disk would delay the emulator's answers).
-fn workdir() -> tempfile::TempDir {
-    match Path::new("/dev/shm").is_dir() {
-        true => tempfile::tempdir_in("/dev/shm").expect("tempdir in /dev/shm"),
-        false => tempfile::tempdir().expect("tempdir"),
-    }
-}
-
-fn uri(dir: &Path) -> String {
-    format!("nbd+unix:///spindle?socket={}", dir.join("sock").display())
+    one_disk_experiment(dir, &text)
 }
 
 fn library(name: &str) -> PathBuf {

@@ -1,6 +1,8 @@
 //! Shared by the CLI tests: run the built binary and read what it printed.
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod emulated_drive;
+
 use std::process::{Command, Output};
 
 pub fn spindle(args: &[&str]) -> Output {
