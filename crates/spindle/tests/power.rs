@@ -276,3 +276,146 @@ fn bad_drive_power_values_are_errors_with_the_line() {
         assert!(e.contains("line ") && e.contains(key), "{e}");
     }
 }
+
+/// Every library drive whose file gives `[power]`, with its validated model.
+fn library_power_models() -> Vec<(&'static str, spindle::drive::PowerModel)> {
+    spindle::drive::library::builtin_ids()
+        .filter_map(|id| {
+            let drive = spindle::drive::builtin_drive(id).expect("library drive validates");
+            drive.power_model().map(|m| (id, *m))
+        })
+        .collect()
+}
+
+#[test]
+fn library_drives_with_power_data_order_their_states() {
+    let models = library_power_models();
+    let ids: Vec<&str> = models.iter().map(|(id, _)| *id).collect();
+    // The paper's two drives at least (Table 2); the list grows as data sheets are added.
+    assert!(
+        ids.contains(&"ibm36z15") && ids.contains(&"t7k250"),
+        "{ids:?}"
+    );
+    for (id, m) in &models {
+        assert!(m.idle_uw < m.active_uw, "{id}: idle >= active");
+        for s in LowPower::ALL {
+            let Some(st) = m.state(s) else { continue };
+            assert!(st.power_uw < m.idle_uw, "{id}: {} >= idle", s.name());
+            assert!(
+                st.down.time > Span(0) && st.up.time > Span(0),
+                "{id}: {} has a zero-time transition",
+                s.name()
+            );
+            // A drive that spins down draws least when spun down.
+            if let (Some(standby), false) = (m.state(LowPower::Standby), s == LowPower::Standby) {
+                assert!(
+                    standby.power_uw < st.power_uw,
+                    "{id}: standby draws no less than {}",
+                    s.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_request_to_a_low_power_library_drive_pays_its_transition_up() {
+    // Every library drive with power data, every low-power state it has: the disk goes down
+    // 1 s after time 0 (never used), a read arrives 100 s after the transition down ended
+    // and completes exactly when the same read, arriving at that instant plus the
+    // transition up on an always-spinning disk, completes.
+    let mut checked = 0;
+    for (id, m) in library_power_models() {
+        for s in LowPower::ALL {
+            let Some(st) = m.state(s) else { continue };
+            let exp = |power: &str| {
+                let text = text("layout = \"jbod\"", power).replace("ibm36z15", id);
+                let exp = Experiment::parse(&text, "test", &[]).expect("valid experiment");
+                exp.build_array(&no_files).expect("builds").engine
+            };
+            let arrival = Nanos(S) + st.down.time + Span(100 * S);
+            let mut down = exp(&format!(
+                "policy = \"timeout\"\ntimeout_s = 1.0\nstate = \"{}\"",
+                s.name()
+            ));
+            let done_down = read_once(down.as_mut(), arrival, 4096);
+            let mut up = exp("policy = \"never\"");
+            let done_up = read_once(up.as_mut(), arrival + st.up.time, 4096);
+            assert_eq!(done_down, done_up, "{id} {}", s.name());
+            assert!(
+                done_down.since(arrival) > st.up.time,
+                "{id} {}: waited less than the transition up",
+                s.name()
+            );
+            let p = down.power(0, done_down).expect("power data");
+            let spin_ups = u64::from(s == LowPower::Standby);
+            assert_eq!(p.spin_ups, spin_ups, "{id} {}", s.name());
+            checked += 1;
+        }
+    }
+    // The 36Z15's standby and the T7K250's three states at least.
+    assert!(checked >= 4, "{checked}");
+}
+
+/// The drive ids a markdown section names as `` `id` ``, from its heading to the next one of
+/// the same level or above; only in its table rows when `rows_only`.
+fn ids_in_section(
+    path: &str,
+    heading: &str,
+    rows_only: bool,
+) -> std::collections::BTreeSet<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let start = text
+        .find(heading)
+        .unwrap_or_else(|| panic!("{path}: no {heading:?}"));
+    let level = heading.chars().take_while(|&c| c == '#').count();
+    let body = &text[start + heading.len()..];
+    let end = body
+        .lines()
+        .scan(0, |off, l| {
+            let at = *off;
+            *off += l.len() + 1;
+            Some((at, l))
+        })
+        .find(|(_, l)| {
+            let hashes = l.chars().take_while(|&c| c == '#').count();
+            hashes > 0 && hashes <= level && l.chars().nth(hashes) == Some(' ')
+        })
+        .map_or(body.len(), |(at, _)| at);
+    let known: Vec<&str> = spindle::drive::library::builtin_ids().collect();
+    body[..end]
+        .lines()
+        .filter(|l| !rows_only || l.starts_with('|'))
+        .flat_map(|l| l.split('`').skip(1).step_by(2))
+        .filter(|w| known.contains(w))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_docs_list_exactly_the_library_drives_with_power_data() {
+    // docs/power.md's table lists exactly the drives that have `[power]`, and drives/README.md
+    // "Power states" names each of them (it also names drives without, saying why), so a
+    // drive given power data without its figures documented fails here.
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let with_power: std::collections::BTreeSet<String> = library_power_models()
+        .into_iter()
+        .map(|(id, _)| id.to_owned())
+        .collect();
+    let table = ids_in_section(
+        &format!("{root}/docs/power.md"),
+        "### The drives with power data",
+        true,
+    );
+    assert_eq!(table, with_power, "docs/power.md table");
+    let readme = ids_in_section(
+        &format!("{root}/drives/README.md"),
+        "## Power states",
+        false,
+    );
+    assert!(
+        with_power.is_subset(&readme),
+        "drives/README.md Power states misses {:?}",
+        with_power.difference(&readme).collect::<Vec<_>>()
+    );
+}
