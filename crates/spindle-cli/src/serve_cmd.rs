@@ -10,7 +10,7 @@ use clap::Args;
 use spindle::config::Experiment;
 use spindle_emu::driver::ClockOptions;
 use spindle_emu::nbd::{Limits, BUDGET_BYTES, CONNECTIONS_MAX, IDLE_TIMEOUT};
-use spindle_emu::serve::{serve, Listen, ServeOptions};
+use spindle_emu::serve::{serve, Disks, Listen, ServeOptions};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -23,8 +23,19 @@ pub struct ServeArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
     /// Directory of the disks' backing files (created if absent; must match the array).
-    #[arg(long, value_name = "DIR")]
-    data: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "disks")]
+    data: Option<PathBuf>,
+    /// Real disks instead of emulated ones: one block device, file or `nbd://` /
+    /// `nbd+unix://` URI per disk of the array, in order, each described by the
+    /// experiment's drive file (a calibrated one: `spindle calibrate`). Their data is
+    /// overwritten by what clients write (docs/calibrate.md, "The real driver").
+    #[arg(long, value_name = "DEV_OR_URI,...", value_delimiter = ',', conflicts_with_all = ["data", "record"])]
+    disks: Vec<String>,
+    /// With --disks: write the final statistics (throughput, each disk's head tracking and
+    /// rotation misses) to FILE as JSON. A regular file is overwritten; anything else is
+    /// refused.
+    #[arg(long, value_name = "FILE", requires = "disks")]
+    json: Option<PathBuf>,
     /// TCP address to listen on, e.g. 127.0.0.1:10809.
     #[arg(long, value_name = "ADDR", conflicts_with = "unix")]
     listen: Option<std::net::SocketAddr>,
@@ -136,8 +147,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let exp = Experiment::parse(&text, &args.file.display().to_string(), &args.sets)?;
     let base = args.file.parent().map(Path::to_path_buf);
     let read_file = reader_relative_to(base.as_deref());
+    let disks = match args.data {
+        _ if !args.disks.is_empty() => Disks::Real(args.disks),
+        Some(d) => Disks::Emulated(d),
+        None => bail!("give --data DIR (emulated disks) or --disks DEV_OR_URI,... (real ones)"),
+    };
+    if let Some(j) = &args.json {
+        crate::output::check_writable(j).with_context(|| format!("--json {}", j.display()))?;
+    }
     let opts = ServeOptions {
-        data_dir: args.data,
+        disks,
         listen,
         export_name: args.export,
         clock: ClockOptions {
@@ -151,6 +170,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     })
     .map_err(anyhow::Error::msg)?;
     eprintln!("spindle serve: stopped: {stats}");
+    if let (Some(path), Some(real)) = (&args.json, &stats.real) {
+        let out = serde_json::json!({
+            "answered": stats.answered,
+            "reads": stats.reads,
+            "writes": stats.writes,
+            "flushes": stats.flushes,
+            "elapsed_s": stats.elapsed_s,
+            "in_array_mean": stats.in_array_mean,
+            "real": real,
+        });
+        crate::output::write_atomically(path, format!("{out:#}\n").as_bytes())
+            .with_context(|| format!("--json {}", path.display()))?;
+    }
     if let Some(nbd) = &stats.nbd {
         eprintln!("spindle serve: {nbd}");
     }

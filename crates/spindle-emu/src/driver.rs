@@ -99,10 +99,20 @@ pub struct Stats {
     pub paged: Option<spindle::engine::PagedStatus>,
     /// Latent sector errors met, repaired and lost so far (docs/failures.md).
     pub latent: Option<spindle::engine::LatentCounters>,
+    /// Real disks (`serve --disks`): throughput and each disk's head tracking; the
+    /// lateness fields do not apply then (a real disk answers when it answers).
+    pub real: Option<crate::real::RealStats>,
 }
 
 impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(r) = &self.real {
+            return write!(
+                f,
+                "{} requests ({} reads, {} writes, {} flushes) in {:.1} s; {r}",
+                self.answered, self.reads, self.writes, self.flushes, self.elapsed_s
+            );
+        }
         write!(
             f,
             "{} requests ({} reads, {} writes, {} flushes) in {:.1} s, {:.0} IOPS; lateness \
@@ -139,9 +149,12 @@ impl std::fmt::Display for Stats {
     }
 }
 
-enum Cmd {
+pub(crate) enum Cmd {
     Io(Request, oneshot::Sender<Reply>),
     Stats(oneshot::Sender<Stats>),
+    /// Stop accepting host commands (the real driver's stop; the emulator's is every
+    /// handle dropped).
+    Close,
 }
 
 /// What recovery found and did before the emulator served.
@@ -188,6 +201,20 @@ pub struct Handle {
 }
 
 impl Handle {
+    pub(crate) fn new(
+        tx: Sender<Cmd>,
+        size_bytes: u64,
+        sector_bytes: u32,
+        align_bytes: u32,
+    ) -> Handle {
+        Handle {
+            tx,
+            size_bytes,
+            sector_bytes,
+            align_bytes,
+        }
+    }
+
     /// Submits `req`; the answer arrives on the returned channel.
     pub fn submit(&self, req: Request) -> oneshot::Receiver<Reply> {
         let (tx, rx) = oneshot::channel();
@@ -569,7 +596,7 @@ impl Driver {
             match self.wait(&rx, &mut open) {
                 Some(Cmd::Io(req, reply)) => self.accept(req, reply),
                 Some(Cmd::Stats(tx)) => self.send_stats(tx),
-                None => {}
+                Some(Cmd::Close) | None => {}
             }
         }
         let recorded = self.recorder.take().map(Recorder::finish);

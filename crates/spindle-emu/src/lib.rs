@@ -9,6 +9,8 @@
 //! - [`nbd`]: the NBD server; it does not depend on the core — [`export`] implements its
 //!   [`nbd::Backend`] on a [`driver::Handle`].
 //! - [`record`]: `--record FILE`, the host requests served as a DiskSim trace.
+//! - [`real`]: the same core running real disks (block devices, files, NBD exports) that a
+//!   calibrated drive file describes, each followed by a head tracker.
 //! - [`serve`]: `spindle serve`, all of the above behind a socket.
 
 pub mod backing;
@@ -20,6 +22,7 @@ pub mod fuzzing;
 mod io;
 pub mod nbd;
 pub mod nvram;
+pub mod real;
 pub mod record;
 pub mod serve;
 

@@ -7,8 +7,9 @@ use crate::backing::{BackingStore, StoreShape};
 use crate::driver::{ClockOptions, Emulator, Stats};
 use crate::export::EmuExport;
 use crate::nbd::{Backend, Limits, Server};
+use crate::real::{RealArray, RealOptions};
 use crate::record::RecordFile;
-use spindle::config::{Experiment, ReadFile};
+use spindle::config::{BuiltArray, Experiment, ReadFile};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,8 +21,18 @@ pub enum Listen {
     Unix(PathBuf),
 }
 
+/// What the array's disks are.
+#[derive(Clone, Debug)]
+pub enum Disks {
+    /// Emulated, one backing file per disk in this data directory.
+    Emulated(PathBuf),
+    /// Real disks (block devices, files, `nbd://` URIs), one per disk of the array, that
+    /// the experiment's drive file describes (a calibrated drive: `spindle calibrate`).
+    Real(Vec<String>),
+}
+
 pub struct ServeOptions {
-    pub data_dir: PathBuf,
+    pub disks: Disks,
     pub listen: Listen,
     /// The export's name (clients may also ask for the empty name).
     pub export_name: String,
@@ -58,9 +69,20 @@ pub fn serve_until(
         .map_err(|e| format!("nbd limits: {e}"))?;
     // The record file first: a bad path is refused before anything starts.
     let record = opts.record.as_deref().map(RecordFile::create).transpose()?;
-    let a = &exp.spec.array;
-    let built = exp.build_array(read_file).map_err(|e| e.to_string())?;
-    let mut engine = built.engine;
+    let BuiltArray {
+        mut engine,
+        layout_label,
+        scheduler_label,
+        drive_id,
+        disk_sectors,
+        drive,
+    } = exp.build_array(read_file).map_err(|e| e.to_string())?;
+    let built = Labels {
+        layout_label,
+        scheduler_label,
+        drive_id,
+        disk_sectors,
+    };
     if !engine.enable_data_moves() {
         return Err(format!(
             "the emulator cannot serve {} yet: its controller does not describe the bytes \
@@ -68,49 +90,37 @@ pub fn serve_until(
             built.layout_label
         ));
     }
-    let shape = StoreShape {
-        disks: engine.disk_count(),
-        sector_bytes: engine.sector_bytes(),
-        disk_sectors: built.disk_sectors,
-        // The data's layout: a configured failure (the parity layouts' label names it) is
-        // not part of it, so a store outlives the failure and its rebuild.
-        layout: built
-            .layout_label
-            .split(" fail d")
-            .next()
-            .unwrap_or_default()
-            .to_string(),
-        drive: built.drive_id.clone(),
-    };
-    let store = BackingStore::open(&opts.data_dir, shape).map_err(|e| e.to_string())?;
-    if let Some(d) = store.interrupted_rebuild() {
-        // The disk's file is stale (it failed) or holds only what a rebuild wrote: it must
-        // stay failed from the start, degraded or rebuilt again, before anything reads it.
-        let failed_again = a.failed_disk == Some(d as u32) && a.fail_at_ms.unwrap_or(0.0) == 0.0;
-        if !failed_again {
-            return Err(format!(
-                "{}: disk {d} had failed and was not rebuilt when the emulator last served \
-                 this directory, so its file is stale: serve with array.failed_disk = {d} \
-                 and array.fail_at_ms = 0 (array.rebuild = true rebuilds it onto a spare; \
-                 false runs degraded)",
-                opts.data_dir.display()
-            ));
+    let description;
+    let running = match &opts.disks {
+        Disks::Real(names) => {
+            if record.is_some() {
+                return Err("--record: not with real disks (--disks) yet".into());
+            }
+            description = format!(
+                "{} on {} real disks of {} ({} scheduler), run by spindle",
+                built.layout_label,
+                names.len(),
+                built.drive_id,
+                built.scheduler_label
+            );
+            let real = RealArray::start(
+                engine,
+                &drive,
+                &built.drive_id,
+                names,
+                &RealOptions {
+                    realtime: opts.clock.realtime,
+                },
+            )?;
+            Running::Real(real)
         }
-    }
-    let description = format!(
-        "{} on {} ({} scheduler), emulated by spindle",
-        built.layout_label, built.drive_id, built.scheduler_label
-    );
-    let capacity_bytes = engine.capacity_sectors() * u64::from(engine.sector_bytes());
-    let record = record.map(|file| {
-        let header = record_header(&description, capacity_bytes);
-        (file, header)
-    });
-    let emu = Emulator::start_recording(engine, store, opts.clock, record)?;
-    if emu.recovered().unclean {
-        eprintln!("spindle serve: {}", emu.recovered());
-    }
-    let handle = emu.handle();
+        Disks::Emulated(data_dir) => {
+            let (emu, d) = start_emulator(exp, engine, &built, data_dir, opts.clock, record)?;
+            description = d;
+            Running::Emu(emu)
+        }
+    };
+    let handle = running.handle();
     let export: Arc<dyn Backend> = Arc::new(EmuExport::new(handle.clone()));
     let server = Arc::new(
         Server::with_limits(
@@ -179,9 +189,96 @@ pub fn serve_until(
     drop(server);
     drop(handle);
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
-    let mut stats = emu.stop()?;
+    let mut stats = running.stop()?;
     stats.nbd = Some(nbd);
     served.map(|()| stats)
+}
+
+/// What the export's description and the backing store name the array by.
+struct Labels {
+    layout_label: String,
+    scheduler_label: String,
+    drive_id: String,
+    /// One physical disk's capacity in sectors.
+    disk_sectors: u64,
+}
+
+/// A running array: emulated disks, or real ones.
+enum Running {
+    Emu(Emulator),
+    Real(RealArray),
+}
+
+impl Running {
+    fn handle(&self) -> crate::driver::Handle {
+        match self {
+            Running::Emu(e) => e.handle(),
+            Running::Real(r) => r.handle(),
+        }
+    }
+
+    fn stop(self) -> Result<Stats, String> {
+        match self {
+            Running::Emu(e) => e.stop(),
+            Running::Real(r) => r.stop(),
+        }
+    }
+}
+
+/// The emulator over `data_dir`'s backing files (opened or created for this array), and
+/// the export's description.
+fn start_emulator(
+    exp: &Experiment,
+    engine: Box<dyn spindle::engine::Engine>,
+    built: &Labels,
+    data_dir: &std::path::Path,
+    clock: ClockOptions,
+    record: Option<RecordFile>,
+) -> Result<(Emulator, String), String> {
+    let a = &exp.spec.array;
+    let shape = StoreShape {
+        disks: engine.disk_count(),
+        sector_bytes: engine.sector_bytes(),
+        disk_sectors: built.disk_sectors,
+        // The data's layout: a configured failure (the parity layouts' label names it) is
+        // not part of it, so a store outlives the failure and its rebuild.
+        layout: built
+            .layout_label
+            .split(" fail d")
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+        drive: built.drive_id.clone(),
+    };
+    let store = BackingStore::open(data_dir, shape).map_err(|e| e.to_string())?;
+    if let Some(d) = store.interrupted_rebuild() {
+        // The disk's file is stale (it failed) or holds only what a rebuild wrote: it must
+        // stay failed from the start, degraded or rebuilt again, before anything reads it.
+        let failed_again = a.failed_disk == Some(d as u32) && a.fail_at_ms.unwrap_or(0.0) == 0.0;
+        if !failed_again {
+            return Err(format!(
+                "{}: disk {d} had failed and was not rebuilt when the emulator last served \
+                 this directory, so its file is stale: serve with array.failed_disk = {d} \
+                 and array.fail_at_ms = 0 (array.rebuild = true rebuilds it onto a spare; \
+                 false runs degraded)",
+                data_dir.display()
+            ));
+        }
+    }
+    let description = format!(
+        "{} on {} ({} scheduler), emulated by spindle",
+        built.layout_label, built.drive_id, built.scheduler_label
+    );
+    let capacity_bytes = engine.capacity_sectors() * u64::from(engine.sector_bytes());
+    let record = record.map(|file| {
+        let header = record_header(&description, capacity_bytes);
+        (file, header)
+    });
+    let emu = Emulator::start_recording(engine, store, clock, record)?;
+    if emu.recovered().unclean {
+        eprintln!("spindle serve: {}", emu.recovered());
+    }
+    Ok((emu, description))
 }
 
 /// The comment lines that open a `--record` file.

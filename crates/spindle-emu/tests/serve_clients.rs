@@ -149,7 +149,7 @@ fn real_clients_pass_against_every_layout() {
 /// The options every test serves with: TCP on a free local port, export "spindle".
 fn options(data_dir: std::path::PathBuf) -> ServeOptions {
     ServeOptions {
-        data_dir,
+        disks: spindle_emu::serve::Disks::Emulated(data_dir),
         listen: Listen::Tcp("127.0.0.1:0".parse().expect("address")),
         export_name: "spindle".into(),
         clock: Default::default(),

@@ -266,6 +266,39 @@ impl Engine for Array {
     fn poll_data(&mut self) -> Option<DataMove> {
         self.data_moves.as_mut()?.pop_front()
     }
+    fn enable_real_disks(&mut self) -> Result<(), String> {
+        // A real driver performs each operation's own bytes on its own disk; copies from
+        // another disk (delayed writes, rebuilds, repairs) would need that disk read first.
+        let refuse = |why: &str| Err(format!("real disks cannot run this array yet: {why}"));
+        if self.data_moves.is_none() {
+            return refuse("data moves are off (enable_data_moves first)");
+        }
+        if self.writes == WritePolicy::Delayed && self.copies_mask() != 1 {
+            return refuse(
+                "delayed writes copy between disks (give array.writes = \"foreground\")",
+            );
+        }
+        if self.failure.is_some() {
+            return refuse("a disk failure and its rebuild (array.failed_disk)");
+        }
+        if self.latent.is_some() {
+            return refuse("simulated latent sector errors (array.latent_error_rate)");
+        }
+        if self.drive.cache().is_some() {
+            return refuse(
+                "the drive model has an on-board cache ([cache]); a calibrated drive has none",
+            );
+        }
+        self.real_disks = true;
+        Ok(())
+    }
+    fn set_disk_head(&mut self, disk: usize, head: HeadState) {
+        assert!(self.real_disks, "a tracked head is for real disks");
+        self.disks[disk].head = HeadState {
+            phase_ns: head.phase_ns % self.drive.period().0,
+            ..head
+        };
+    }
     fn poll_nvram(&mut self) -> Option<NvramWrite> {
         self.nvram.as_mut()?.poll()
     }
@@ -308,6 +341,8 @@ pub struct Array {
     nvram: Option<NvramTable>,
     failure: Option<failure::Failure>,
     latent: Option<latent::Latent>,
+    /// Real disks ([`Engine::enable_real_disks`]): an operation ends when its disk answers.
+    real_disks: bool,
     #[cfg(test)]
     audit: audit::Audit,
 }
@@ -429,6 +464,7 @@ impl Array {
             nvram: None,
             failure,
             latent,
+            real_disks: false,
             #[cfg(test)]
             audit: audit::Audit::default(),
         })
@@ -1309,11 +1345,15 @@ impl Array {
             .busy
             .take()
             .unwrap_or_else(|| panic!("disk {disk} completed with nothing in flight"));
-        assert_eq!(
-            f.access.end, now,
-            "disk {disk} completion at the wrong time"
-        );
-        d.clock.finish();
+        if self.real_disks {
+            d.clock.finish_at(now);
+        } else {
+            assert_eq!(
+                f.access.end, now,
+                "disk {disk} completion at the wrong time"
+            );
+            d.clock.finish();
+        }
         d.head.cylinder = f.access.end_cylinder;
         d.head.head = f.access.end_head;
         let op = self.ops.remove(f.op);

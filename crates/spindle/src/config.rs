@@ -1859,6 +1859,7 @@ impl Experiment {
             scheduler_label: b.scheduler_label,
             drive_id: drive.id.clone(),
             disk_sectors: drive.capacity_sectors(),
+            drive,
         })
     }
 
@@ -2296,6 +2297,8 @@ pub struct BuiltArray {
     pub drive_id: String,
     /// One physical disk's capacity in sectors.
     pub disk_sectors: u64,
+    /// The drive model every disk is (a real driver tracks real disks with it).
+    pub drive: Arc<Drive>,
 }
 
 /// The controller [`Experiment::prepare`] built, with what a report names it.

@@ -62,44 +62,26 @@ pub struct CheckReport {
     pub seconds: f64,
 }
 
-fn class_name(i: usize) -> String {
-    match i {
-        0 => "same track".into(),
-        1 => "head switch".into(),
-        _ => {
-            let lo = 1u64 << (i - 2);
-            format!("{lo}-{} cylinders", 2 * lo - 1)
-        }
-    }
+/// What [`synchronize`] measured.
+pub struct Synchronized {
+    /// Anchored on the reference sector, zone offsets set, arm on LBA 0's track.
+    pub tracker: Tracker,
+    /// The target's period (synchronized burst) and its interval noise, ns.
+    pub measured_period_ns: f64,
+    pub sigma_ns: f64,
+    /// Each zone's first sector after the model's angle, ns.
+    pub zone_offsets_ns: Vec<i64>,
 }
 
-/// Runs the check of `drive` (named `drive_name`) against the target `name`.
-pub fn check(
-    name: &str,
-    drive: Drive,
+/// Head tracking's start on a target `drive` (named `drive_name`) describes: a
+/// synchronized burst on the reference sector (the drive file's rotation must agree with
+/// the target's, else refused), an anchor, and each zone's first sector read against it
+/// (the angle a drive file cannot hold). Leaves the arm on LBA 0 and the tracker anchored.
+pub fn synchronize(
+    p: &mut Probe<'_>,
+    drive: &Drive,
     drive_name: &str,
-    opts: &CheckOptions,
-    events: &mut dyn FnMut(Event),
-) -> Result<CheckReport, CalibError> {
-    assert!(opts.sectors > 0, "a request reads a sector");
-    if opts.realtime {
-        crate::driver::become_realtime("calibrate --check", 40);
-    }
-    let clock = std::time::Instant::now();
-    let t = target::open(name, false)?;
-    let region = drive.capacity_sectors().min(t.sectors());
-    if region < u64::from(opts.sectors) * 2 || region < drive.capacity_sectors() {
-        return Err(CalibError::Mismatch {
-            target: t.describe(),
-            msg: format!(
-                "{} sectors, the drive file {drive_name} describes {}: not this drive's \
-                 calibration",
-                t.sectors(),
-                drive.capacity_sectors()
-            ),
-        });
-    }
-    let mut p = Probe::new(t, events);
+) -> Result<Synchronized, CalibError> {
     (p.events)(Event::Stage("rotation", 0));
     // The synchronized measurement only, never refused for its noise: the check reports
     // what tracking achieves on this host, however noisy.
@@ -139,7 +121,7 @@ pub fn check(
         period_ns: period,
         delta_ns: p.est.delta_ns.min(1.0),
     };
-    let mut tracker = Tracker::new(drive.clone(), TrackConfig::for_drive(&drive));
+    let mut tracker = Tracker::new(drive.clone(), TrackConfig::for_drive(drive));
     let ns = |x: f64| Nanos(x.max(0.0).round() as u64);
     p.reanchor()?;
     tracker.handle_anchor(ns(p.now_ns()), ns(p.anchor_ns));
@@ -188,6 +170,59 @@ pub fn check(
     // The zone reads left the arm elsewhere: anchor again (it brings the arm to LBA 0).
     p.reanchor()?;
     tracker.handle_anchor(ns(p.now_ns()), ns(p.anchor_ns));
+    Ok(Synchronized {
+        tracker,
+        measured_period_ns: measured,
+        sigma_ns,
+        zone_offsets_ns: offsets,
+    })
+}
+
+/// A seek-distance class's name (`spindle::calib::track`).
+pub fn class_name(i: usize) -> String {
+    match i {
+        0 => "same track".into(),
+        1 => "head switch".into(),
+        _ => {
+            let lo = 1u64 << (i - 2);
+            format!("{lo}-{} cylinders", 2 * lo - 1)
+        }
+    }
+}
+
+/// Runs the check of `drive` (named `drive_name`) against the target `name`.
+pub fn check(
+    name: &str,
+    drive: Drive,
+    drive_name: &str,
+    opts: &CheckOptions,
+    events: &mut dyn FnMut(Event),
+) -> Result<CheckReport, CalibError> {
+    assert!(opts.sectors > 0, "a request reads a sector");
+    if opts.realtime {
+        crate::driver::become_realtime("calibrate --check", 40);
+    }
+    let clock = std::time::Instant::now();
+    let t = target::open(name, false)?;
+    let region = drive.capacity_sectors().min(t.sectors());
+    if region < u64::from(opts.sectors) * 2 || region < drive.capacity_sectors() {
+        return Err(CalibError::Mismatch {
+            target: t.describe(),
+            msg: format!(
+                "{} sectors, the drive file {drive_name} describes {}: not this drive's \
+                 calibration",
+                t.sectors(),
+                drive.capacity_sectors()
+            ),
+        });
+    }
+    let mut p = Probe::new(t, events);
+    let sync = synchronize(&mut p, &drive, drive_name)?;
+    let (measured, sigma_ns, offsets) =
+        (sync.measured_period_ns, sync.sigma_ns, sync.zone_offsets_ns);
+    let period = drive.period().0 as f64;
+    let mut tracker = sync.tracker;
+    let ns = |x: f64| Nanos(x.max(0.0).round() as u64);
     let total = opts.warmup + opts.requests;
     (p.events)(Event::Stage("check", total));
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(opts.seed);

@@ -14,7 +14,7 @@ pub const REFERENCE_LBA: u64 = 0;
 /// Back-to-back reads in the synchronized measurement.
 pub const SYNC_READS: usize = 64;
 /// Reads in one asynchronous phase anchor.
-const ANCHOR_READS: usize = 16;
+pub const ANCHOR_READS: usize = 16;
 /// Eq. 3.1's alpha: the count's error stays under a fifth of a revolution.
 const ALPHA: f64 = 0.2;
 
@@ -44,9 +44,18 @@ const NOISE_KEPT: usize = 400;
 
 impl<'a> Probe<'a> {
     pub fn new(target: Box<dyn Target>, events: &'a mut dyn FnMut(Event)) -> Probe<'a> {
+        Probe::with_epoch(target, Instant::now(), events)
+    }
+
+    /// A probe whose times count from `epoch` (a driver's clock, shared by its disks).
+    pub fn with_epoch(
+        target: Box<dyn Target>,
+        epoch: Instant,
+        events: &'a mut dyn FnMut(Event),
+    ) -> Probe<'a> {
         Probe {
             target,
-            epoch: Instant::now(),
+            epoch,
             est: Estimate {
                 period_ns: 0.0,
                 delta_ns: f64::INFINITY,

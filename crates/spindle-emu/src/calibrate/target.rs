@@ -32,6 +32,11 @@ pub trait Target {
     fn sector_bytes(&self) -> u32;
     /// Reads `sectors` sectors at `lba`; returns when the answer arrived.
     fn read(&mut self, lba: u64, sectors: u32) -> Result<Instant, TargetError>;
+    /// Reads `buf.len()` bytes (whole sectors) at `lba` into `buf`; returns when the answer
+    /// arrived.
+    fn read_into(&mut self, lba: u64, buf: &mut [u8]) -> Result<Instant, TargetError>;
+    /// Makes every write answered so far durable (NBD FLUSH; `fdatasync`).
+    fn flush(&mut self) -> Result<(), TargetError>;
     /// Writes `data` (whole sectors) at `lba`; returns when the answer arrived. Refused by
     /// a target opened read-only.
     fn write(&mut self, lba: u64, data: &[u8]) -> Result<Instant, TargetError>;
@@ -101,6 +106,26 @@ impl Target for Nbd {
                 sectors,
                 msg: e.to_string(),
             })
+    }
+
+    fn read_into(&mut self, lba: u64, buf: &mut [u8]) -> Result<Instant, TargetError> {
+        self.client
+            .read_timed(lba * u64::from(self.sector_bytes), buf)
+            .map_err(|e| TargetError::Read {
+                target: self.name.clone(),
+                lba,
+                sectors: (buf.len() / self.sector_bytes as usize) as u32,
+                msg: e.to_string(),
+            })
+    }
+
+    fn flush(&mut self) -> Result<(), TargetError> {
+        self.client.flush().map_err(|e| TargetError::Read {
+            target: self.name.clone(),
+            lba: 0,
+            sectors: 0,
+            msg: format!("flushing: {e}"),
+        })
     }
 
     fn write(&mut self, lba: u64, data: &[u8]) -> Result<Instant, TargetError> {
@@ -181,6 +206,22 @@ impl Target for File {
 
     fn sector_bytes(&self) -> u32 {
         512
+    }
+
+    fn read_into(&mut self, lba: u64, buf: &mut [u8]) -> Result<Instant, TargetError> {
+        let at = self.read(lba, (buf.len() / 512) as u32)?;
+        let skip = self.raw.as_ptr().align_offset(ALIGN);
+        buf.copy_from_slice(&self.raw[skip..skip + buf.len()]);
+        Ok(at)
+    }
+
+    fn flush(&mut self) -> Result<(), TargetError> {
+        self.file.sync_data().map_err(|e| TargetError::Read {
+            target: self.name.clone(),
+            lba: 0,
+            sectors: 0,
+            msg: format!("flushing: {e}"),
+        })
     }
 
     fn read(&mut self, lba: u64, sectors: u32) -> Result<Instant, TargetError> {

@@ -233,6 +233,18 @@ impl Tracker {
         &self.drive
     }
 
+    /// Where the arm is (after the last answer or anchor) and the platter phase of the
+    /// last anchor (the model's angle at instant `t` is `(t + phase_ns) mod period`), once
+    /// anchored.
+    #[must_use]
+    pub fn head_state(&self) -> Option<HeadState> {
+        Some(HeadState {
+            cylinder: self.cylinder,
+            head: self.head,
+            phase_ns: self.phase_ns?,
+        })
+    }
+
     #[must_use]
     pub fn counts(&self) -> TrackCounts {
         self.counts

@@ -180,6 +180,15 @@ impl DiskClock {
         r.1 = until;
     }
 
+    /// The running operation ended at `at` instead of the instant it was started to end at
+    /// (a real disk answered then): its whole time is charged to its cause.
+    pub fn finish_at(&mut self, at: Nanos) -> Cause {
+        let r = self.running.as_mut().expect("an operation is running");
+        assert!(at >= r.0, "an operation ends after it starts");
+        r.1 = at;
+        self.finish()
+    }
+
     /// The running operation ended: its whole time is charged to its cause.
     pub fn finish(&mut self) -> Cause {
         let (from, until, cause) = self.running.take().expect("an operation is running");

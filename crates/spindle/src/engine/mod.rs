@@ -36,7 +36,7 @@ pub fn prefetch<T>(at: *const T) {
     let _ = at;
 }
 
-use crate::drive::{Access, PowerCommand, PowerTotals};
+use crate::drive::{Access, HeadState, PowerCommand, PowerTotals};
 use crate::sched::SchedStats;
 use crate::{Nanos, Op, Span};
 use serde::Serialize;
@@ -295,6 +295,27 @@ pub trait Engine: Send {
     fn enable_data_moves(&mut self) -> bool {
         false
     }
+    /// Drivers of real disks (`spindle serve --disks`, docs/calibrate.md "The real
+    /// driver") turn this on, after [`Engine::enable_data_moves`] and before the first
+    /// event: a disk operation then ends when the real disk answers — [`Event::DiskDone`]
+    /// comes at that instant, which the `until` of its [`Action::DiskBusy`] only predicted
+    /// — and each disk's platter turns at the phase the driver measured
+    /// ([`Engine::set_disk_head`]). Refused, with the reason, by a controller whose work a
+    /// real driver cannot carry out.
+    fn enable_real_disks(&mut self) -> Result<(), String> {
+        Err(
+            "this controller cannot drive real disks: only the mirrored family (JBOD, \
+             striping, RAID-10, SR-Array, SR-Mirror with foreground writes) can"
+                .into(),
+        )
+    }
+    /// Where head tracking has `disk`'s arm and platter (real disks only; see
+    /// [`Engine::enable_real_disks`]): the model's angle at instant `t` is
+    /// `(t + head.phase_ns) mod period`. While an operation runs, its end still places the
+    /// arm when it completes.
+    fn set_disk_head(&mut self, disk: usize, head: HeadState) {
+        let _ = (disk, head);
+    }
     /// The next data move, in the order the operations started (drain it before acting on
     /// later completions).
     #[must_use]
@@ -382,6 +403,12 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
     }
     fn enable_data_moves(&mut self) -> bool {
         (**self).enable_data_moves()
+    }
+    fn enable_real_disks(&mut self) -> Result<(), String> {
+        (**self).enable_real_disks()
+    }
+    fn set_disk_head(&mut self, disk: usize, head: HeadState) {
+        (**self).set_disk_head(disk, head)
     }
     fn poll_data(&mut self) -> Option<DataMove> {
         (**self).poll_data()
