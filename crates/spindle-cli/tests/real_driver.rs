@@ -255,3 +255,75 @@ fn a_2_disk_sr_array_on_two_emulated_drives_reaches_90_percent_of_the_simulator(
         );
     }
 }
+
+/// An experiment over two disks of the library `cheetah9lp` with `array` keys.
+fn two_disk_experiment(dir: &Path, array: &str) -> String {
+    let p = dir.join("exp.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "seed = 1\n[drive]\nmodel = \"cheetah9lp\"\n[array]\n{array}\n[workload]\nkind = \
+             \"closed\"\n[run]\nrequests = 10\n"
+        ),
+    )
+    .unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+/// What a real array cannot run yet is refused before anything is served, naming the key;
+/// so is a disk list of the wrong length, and a disk the drive file does not describe.
+#[test]
+fn arrays_and_disks_the_real_driver_cannot_run_are_refused() {
+    let dir = workdir();
+    let sock = dir.path().join("s.sock");
+    let serve = |exp: &str, disks: &str| {
+        spindle(&[
+            "serve",
+            exp,
+            "--disks",
+            disks,
+            "--unix",
+            sock.to_str().unwrap(),
+        ])
+    };
+    // Delayed writes copy between a disk's replicas: the key is named.
+    let exp = two_disk_experiment(
+        dir.path(),
+        "layout = \"sr-mirror\"\nds = 1\ndr = 2\ndm = 1\nwrites = \"delayed\"",
+    );
+    let o = serve(&exp, "/nonexistent/a,/nonexistent/b");
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("array.writes"), "{}", stderr(&o));
+    // Eager writing: its controller cannot run real disks.
+    let exp = two_disk_experiment(
+        dir.path(),
+        "layout = \"ew-array\"\nds = 2\ndd = 1.5\ndm = 1",
+    );
+    let o = serve(&exp, "/nonexistent/a,/nonexistent/b");
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("real disks"), "{}", stderr(&o));
+    // One disk named for a two-disk array.
+    let exp = two_disk_experiment(
+        dir.path(),
+        "layout = \"sr-mirror\"\nds = 1\ndr = 2\ndm = 1\nwrites = \"foreground\"",
+    );
+    let o = serve(&exp, "/nonexistent/a");
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("names 1 disks, the array has 2"),
+        "{}",
+        stderr(&o)
+    );
+    // Files far smaller than the drive: refused for their size, naming it.
+    let small: Vec<String> = (0..2)
+        .map(|i| {
+            let f = dir.path().join(format!("disk{i}"));
+            std::fs::write(&f, vec![0u8; 1 << 20]).unwrap();
+            f.to_string_lossy().into_owned()
+        })
+        .collect();
+    let o = serve(&exp, &small.join(","));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("not this drive"), "{}", stderr(&o));
+    assert!(!sock.exists(), "nothing served");
+}

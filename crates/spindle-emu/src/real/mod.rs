@@ -91,13 +91,6 @@ impl RealArray {
         names: &[String],
         opts: &RealOptions,
     ) -> Result<RealArray, String> {
-        if names.len() != engine.disk_count() {
-            return Err(format!(
-                "--disks names {} disks, the array has {}",
-                names.len(),
-                engine.disk_count()
-            ));
-        }
         if !engine.enable_data_moves() {
             return Err(
                 "this array's controller does not describe the bytes of its disk \
@@ -106,6 +99,13 @@ impl RealArray {
             );
         }
         engine.enable_real_disks()?;
+        if names.len() != engine.disk_count() {
+            return Err(format!(
+                "--disks names {} disks, the array has {}",
+                names.len(),
+                engine.disk_count()
+            ));
+        }
         let (tx, rx) = mpsc::channel();
         let epoch = Instant::now();
         let sector_bytes = engine.sector_bytes();
