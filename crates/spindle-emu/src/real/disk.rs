@@ -27,7 +27,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// What the clock thread asks of a disk.
+/// What the core asks of a disk.
 pub(crate) enum Job {
     /// One disk operation: read `copies[0]` (the bytes come back), or write `data` to every
     /// copy.
@@ -78,7 +78,7 @@ pub struct DiskTracking {
     pub accuracy: Option<Accuracy>,
 }
 
-/// The counts a disk keeps while it runs (read by the clock thread for statistics).
+/// The counts a disk keeps while it runs (read by the core for statistics).
 #[derive(Default)]
 pub(crate) struct Tally {
     pub tracking: DiskTracking,

@@ -3,13 +3,17 @@
 //! devices, files or NBD exports — that a calibrated drive file describes.
 //!
 //! Each disk is a thread ([`disk`]) that synchronizes a head tracker on its disk, then
-//! performs the core's disk operations one at a time. The clock thread owns the core: a
-//! host request is handed to it on arrival; each disk operation it starts (its
-//! [`spindle::engine::DataMove`] says which runs, and which host bytes) goes to that disk's
-//! thread, and the core hears [`Event::DiskDone`] when the disk has answered — the
-//! `until` the core computed is only its prediction. The schedulers (SATF, RSATF, the
-//! SR-Array's replica choice) decide with the core's drive model on the head each tracker
-//! reports: its arm, and its platter phase with the host's delay added.
+//! performs the core's disk operations one at a time. The core ([`Core`]: the engine and
+//! what this driver keeps beside it) is shared under a lock by a host thread — host
+//! commands from the NBD server, the controller's timers, the stop — and the disks'
+//! threads. A host request is handed to the engine on arrival; each disk operation it
+//! starts (its [`spindle::engine::DataMove`] says which runs, and which host bytes) goes to
+//! that disk's thread, and the engine hears [`Event::DiskDone`] when the disk has answered —
+//! the `until` it computed is only its prediction. The disk's thread hands in the answer
+//! itself and performs at once whatever the engine starts on that disk in turn. The
+//! schedulers (SATF, RSATF, the SR-Array's replica choice) decide with the core's drive
+//! model on the head each tracker reports: its arm, and its platter phase with a lead (the
+//! host's delay and the tracker's slack).
 //!
 //! What this driver does not do (refused by [`spindle::engine::Engine::enable_real_disks`]
 //! or by [`RealArray::start`]): copies between disks (delayed writes, rebuilds, latent
@@ -35,7 +39,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
-/// What a disk thread tells the clock thread.
+/// What a disk's thread tells the core.
 pub(crate) struct DiskAnswer {
     pub disk: usize,
     pub done: Done,
@@ -124,7 +128,7 @@ impl RealArray {
             receivers.push(jrx);
         }
         let tallies: Vec<_> = slots.iter().map(|d| d.tally.clone()).collect();
-        let core = Arc::new(Mutex::new(Clock {
+        let core = Arc::new(Mutex::new(Core {
             engine,
             epoch,
             disks: slots,
@@ -216,7 +220,7 @@ impl RealArray {
         }
         let t = self.thread.take().expect("running");
         t.join()
-            .map_err(|_| "the clock thread panicked".to_string())
+            .map_err(|_| "the real array's host thread panicked".to_string())
     }
 }
 
@@ -224,7 +228,7 @@ impl RealArray {
 /// on that disk in turn, for the thread to perform at once.
 pub(crate) type Answered = Box<dyn FnMut(DiskAnswer) -> Option<Job> + Send>;
 
-fn lock(core: &Mutex<Clock>) -> std::sync::MutexGuard<'_, Clock> {
+fn lock(core: &Mutex<Core>) -> std::sync::MutexGuard<'_, Core> {
     // A disk thread that panicked holding the core is a bug; the state is still whole
     // enough to stop.
     core.lock()
@@ -232,7 +236,7 @@ fn lock(core: &Mutex<Clock>) -> std::sync::MutexGuard<'_, Clock> {
 }
 
 /// The host thread: host commands to the core, the controller's timers, and the stop.
-fn host_loop(core: &Mutex<Clock>, rx: &Receiver<Cmd>, disks: Vec<JoinHandle<()>>) -> Stats {
+fn host_loop(core: &Mutex<Core>, rx: &Receiver<Cmd>, disks: Vec<JoinHandle<()>>) -> Stats {
     let mut open = true;
     loop {
         let next_wake = {
@@ -253,38 +257,35 @@ fn host_loop(core: &Mutex<Clock>, rx: &Receiver<Cmd>, disks: Vec<JoinHandle<()>>
             (None, true) => None,
             (None, false) => Some(CLOSING_POLL),
         };
-        let cmd = match wait {
+        let got = match wait {
             Some(d) => match rx.recv_timeout(d) {
-                Ok(c) => c,
+                Ok(c) => Some(c),
                 Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => {
-                    open = false;
-                    continue;
-                }
+                Err(RecvTimeoutError::Disconnected) => None,
             },
-            None => match rx.recv() {
-                Ok(c) => c,
-                Err(_) => {
-                    open = false;
-                    continue;
-                }
-            },
+            None => rx.recv().ok(),
         };
         let mut c = lock(core);
-        match cmd {
-            Cmd::Io(req, reply) if open => c.accept(req, reply),
-            Cmd::Io(_, reply) => {
+        match got {
+            Some(Cmd::Io(req, reply)) if open => c.accept(req, reply),
+            Some(Cmd::Io(_, reply)) => {
                 let _ = reply.send(Err(EmuError::Shutdown));
             }
-            Cmd::Stats(tx) => {
+            Some(Cmd::Stats(tx)) => {
                 let _ = tx.send(c.stats());
             }
-            Cmd::Close if open => {
+            // Every sender gone (no handle left) closes as `Close` does.
+            Some(Cmd::Close) | None if open => {
                 open = false;
                 // The disks' writes made durable before the final statistics.
                 c.barrier(Vec::new());
             }
-            Cmd::Close => {}
+            Some(Cmd::Close) => {}
+            None => {
+                // Closed, the disks still at work: wait for them without spinning.
+                drop(c);
+                std::thread::sleep(CLOSING_POLL);
+            }
         }
     }
     let stats = lock(core).stats();
@@ -345,7 +346,7 @@ struct Counts {
     counted_to: Nanos,
 }
 
-struct Clock {
+struct Core {
     engine: Box<dyn Engine>,
     epoch: Instant,
     disks: Vec<DiskSlot>,
@@ -367,7 +368,7 @@ struct Clock {
     own: Option<(usize, Option<Job>)>,
 }
 
-impl Clock {
+impl Core {
     fn now(&mut self) -> Nanos {
         let t = Nanos(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
         self.last = self.last.max(t);
