@@ -29,7 +29,7 @@ work="$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)"
 server=""
 cleanup() { [[ -n "$server" ]] && kill "$server" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
-echo "| drive | rpm | rotation error | bound Δ | zones | spt and LBA boundaries | surfaces | skews off by (max, sectors) | min read time vs model (median / max abs %) | interval noise | time |"
+echo "| drive | rpm | rotation error | bound Δ | zones | spt and LBA boundaries | surfaces | skews off by (max, sectors) | min read time vs model (median / max abs %; worst µs, % of a revolution) | interval noise | time |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for d in "${drives[@]}"; do
     dir="$work/$d"; mkdir -p "$dir"
@@ -72,14 +72,21 @@ def model(d):
 pts = m.get("seek") or []
 base = next((p["min_read_ns"] for p in pts if p["cylinders"] == 0), None)
 errs = []
+abs_us = []
+rev_us = 60e6 / lib["rpm"]
 for p in pts:
     d = p["cylinders"]
     if d and base is not None and model(d) is not None:
         want = lib["overhead_read_ms"] + model(d)
         got = p["min_read_ns"] / 1e6 - base / 1e6 + lib["overhead_read_ms"]
         errs.append(abs(got - want) / want * 100)
+        abs_us.append((d, round((got - want) * 1000)))
 errs.sort()
 mrt = f"{errs[len(errs)//2]:.1f} / {errs[-1]:.1f} ({len(errs)} distances)" if errs else "n/a (three-point seek)"
+if abs_us:
+    worst = max(abs(e) for _, e in abs_us)
+    mrt += f"; worst {worst} µs = {100 * worst / rev_us:.1f} % of a revolution"
+    print(f"{name}: measured − model by distance (cylinders, µs): {abs_us}", file=sys.stderr)
 print(f"| {name} | {lib['rpm']} | {err:.4f} % ({abs(m['period_ns']-period):.0f} ns) | {m['period_delta_ns']:.0f} ns | "
       f"{len(cal['zones'])} of {len(lib['zones'])} | {'exact' if zones_ok else 'WRONG'} | "
       f"{cal['surfaces']} (true {S}) | {skew:.0f} | {mrt} | {m['sigma_ns']/1e3:.0f} µs | {secs} s |")

@@ -449,6 +449,62 @@ fn write_offline(store: &mut BackingStore, image: &[u8], mv: &DataMove) -> Resul
     Ok(())
 }
 
+/// A host command as an array takes it.
+pub(crate) enum Checked {
+    Flush,
+    /// No bytes: answered at once.
+    Empty,
+    /// A read (`buf` zeroed, to be filled) or a write of `buf` at byte `offset`; TRIM and
+    /// WRITE_ZEROES are writes of zeroes.
+    Io {
+        op: Op,
+        offset: u64,
+        buf: Vec<u8>,
+        fua: bool,
+    },
+}
+
+/// `req` checked against `engine`'s array: aligned to its blocks, within its capacity, and
+/// under 4 GiB (NBD's lengths are 32-bit); the error answers it otherwise.
+pub(crate) fn checked(req: Request, engine: &dyn Engine) -> Result<Checked, EmuError> {
+    let (op, offset, buf, fua) = match req {
+        Request::Flush => return Ok(Checked::Flush),
+        // TRIM zeroes, as a timed write: NBD makes it advisory, but nbdfuse turns a hole
+        // punched in its file into TRIM, and a punched hole must read back as zeroes.
+        Request::Trim { offset, len } => (Op::Write, offset, vec![0; len as usize], false),
+        Request::Read { offset, len } => (Op::Read, offset, vec![0; len as usize], false),
+        Request::Write { offset, data, fua } => (Op::Write, offset, data, fua),
+        Request::WriteZeroes { offset, len, fua } => {
+            (Op::Write, offset, vec![0; len as usize], fua)
+        }
+    };
+    let len = buf.len() as u64;
+    let align = u64::from(engine.io_align_bytes());
+    let capacity = engine.capacity_sectors() * u64::from(engine.sector_bytes());
+    if offset % align != 0 || len % align != 0 {
+        return Err(EmuError::Invalid(format!(
+            "{offset}+{len}: not aligned to the array's {align}-byte blocks"
+        )));
+    }
+    if !matches!(offset.checked_add(len), Some(e) if e <= capacity) {
+        return Err(EmuError::Invalid(format!(
+            "{offset}+{len}: beyond the array's {capacity} bytes"
+        )));
+    }
+    if u32::try_from(len).is_err() {
+        return Err(EmuError::Invalid(format!("{offset}+{len}: over 4 GiB")));
+    }
+    if len == 0 {
+        return Ok(Checked::Empty);
+    }
+    Ok(Checked::Io {
+        op,
+        offset,
+        buf,
+        fua,
+    })
+}
+
 /// A host request the core is working on, as the clock thread keeps it.
 struct Pending {
     op: Op,
@@ -688,8 +744,14 @@ impl Driver {
     }
 
     fn accept(&mut self, req: Request, reply: oneshot::Sender<Reply>) {
-        let (op, offset, data, len, fua) = match req {
-            Request::Flush => {
+        let (op, offset, data, fua) = match checked(req, self.engine.as_ref()) {
+            Ok(Checked::Io {
+                op,
+                offset,
+                buf,
+                fua,
+            }) => (op, offset, buf, fua),
+            Ok(Checked::Flush) => {
                 let arrival = self.now();
                 self.io.flush(reply);
                 if let Some(r) = &mut self.recorder {
@@ -697,38 +759,17 @@ impl Driver {
                 }
                 return;
             }
-            // TRIM zeroes, as a timed write: NBD makes it advisory, but nbdfuse turns a hole
-            // punched in its file into TRIM, and a punched hole must read back as zeroes.
-            Request::Trim { offset, len } => (Op::Write, offset, vec![0; len as usize], len, false),
-            Request::Read { offset, len } => (Op::Read, offset, vec![0; len as usize], len, false),
-            Request::Write { offset, data, fua } => {
-                let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-                (Op::Write, offset, data, len, fua)
+            Ok(Checked::Empty) => {
+                let _ = reply.send(Ok(Vec::new()));
+                return;
             }
-            Request::WriteZeroes { offset, len, fua } => {
-                (Op::Write, offset, vec![0; len as usize], len, fua)
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
             }
         };
         let sb = self.sector_bytes;
-        let align = u64::from(self.engine.io_align_bytes());
-        let capacity = self.engine.capacity_sectors() * sb;
-        let end = offset.checked_add(u64::from(len));
-        if offset % align != 0 || u64::from(len) % align != 0 {
-            let _ = reply.send(Err(EmuError::Invalid(format!(
-                "{offset}+{len}: not aligned to the array's {align}-byte blocks"
-            ))));
-            return;
-        }
-        if !matches!(end, Some(e) if e <= capacity) {
-            let _ = reply.send(Err(EmuError::Invalid(format!(
-                "{offset}+{len}: beyond the array's {capacity} bytes"
-            ))));
-            return;
-        }
-        if len == 0 {
-            let _ = reply.send(Ok(Vec::new()));
-            return;
-        }
+        let len = data.len() as u32;
         // Completions due before the arrival first: the core's time never goes back.
         let now = self.now();
         self.fire_due(now);

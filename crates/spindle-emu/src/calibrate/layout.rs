@@ -634,27 +634,33 @@ pub fn skews(p: &mut Probe, zones: &mut [Zone]) -> Result<Option<u32>, CalibErro
 /// the choice is the separation (far tracks are hundreds of switches in, so a wrong skew
 /// misses them by many sectors — the runner-up by 12 on average on cheetah9lp), while one
 /// angle, a difference of two medians, was seen up to 4.7 sectors (110 µs) off at load 5.
-/// Measured twice, else refused.
+/// Measured twice, the second time over more tracks, else refused.
 fn far_tracks(p: &mut Probe, z: &mut Zone, s: u64) -> Result<(), CalibError> {
     let whole = z.lbas / u64::from(z.spt);
-    let mut ks: Vec<u64> = vec![
-        s - 1,
-        s,
-        whole / 4 + 1,
-        whole / 2 + s / 2,
-        3 * whole / 4 + s - 1,
-        whole - 1,
-    ];
-    ks.retain(|&k| k >= 1 && k < whole);
-    ks.sort_unstable();
-    ks.dedup();
+    // Tracks at golden-ratio fractions of the zone: at regular fractions (a quarter, a
+    // half, …) the switch counts alias with the track length, and a wrong pair of skews
+    // can fit nearly as well (cheetah9lp's last zone: the runner-up 4.5 sectors behind on
+    // six such tracks, 25 with these).
+    let golden = |i: u64| ((whole as f64) * (i as f64 * 0.618_033_988_749_895).fract()) as u64;
+    let tidy = |ks: &mut Vec<u64>| {
+        ks.retain(|&k| k >= 1 && k < whole);
+        ks.sort_unstable();
+        ks.dedup();
+    };
+    let mut ks: Vec<u64> = [s - 1, s].into_iter().chain((1..=6).map(golden)).collect();
+    tidy(&mut ks);
     if ks.is_empty() {
         return Ok(());
     }
     let sector_ns = p.period() / f64::from(z.spt);
     let mut last = (0, 0, f64::INFINITY, 0.0);
     let mut seen = String::new();
-    for _ in 0..2 {
+    for round in 0..2 {
+        if round == 1 {
+            // Measured again, with four more tracks.
+            ks.extend((7..=10).map(golden));
+            tidy(&mut ks);
+        }
         p.reanchor()?;
         let mut obs = Vec::new();
         for &k in &ks {

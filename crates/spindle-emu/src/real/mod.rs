@@ -25,7 +25,7 @@ mod disk;
 
 pub use disk::DiskTracking;
 
-use crate::driver::{Cmd, EmuError, Handle, Reply, Request, Stats};
+use crate::driver::{checked, Checked, Cmd, EmuError, Handle, Reply, Request, Stats};
 use disk::{Disk, Job, Tally};
 use serde::Serialize;
 use spindle::drive::{Drive, HeadState};
@@ -440,45 +440,30 @@ impl Core {
     }
 
     fn accept(&mut self, req: Request, reply: oneshot::Sender<Reply>) {
-        let (op, offset, buf, fua) = match req {
-            Request::Flush => {
+        let (op, offset, buf, fua) = match checked(req, self.engine.as_ref()) {
+            Ok(Checked::Io {
+                op,
+                offset,
+                buf,
+                fua,
+            }) => (op, offset, buf, fua),
+            Ok(Checked::Flush) => {
                 self.counts.flushes += 1;
                 self.barrier(vec![(reply, Vec::new())]);
                 return;
             }
-            // TRIM zeroes, as the emulator does (a punched hole reads back as zeroes).
-            Request::Trim { offset, len } => (Op::Write, offset, vec![0; len as usize], false),
-            Request::Read { offset, len } => (Op::Read, offset, vec![0; len as usize], false),
-            Request::Write { offset, data, fua } => (Op::Write, offset, data, fua),
-            Request::WriteZeroes { offset, len, fua } => {
-                (Op::Write, offset, vec![0; len as usize], fua)
+            Ok(Checked::Empty) => {
+                let _ = reply.send(Ok(Vec::new()));
+                return;
+            }
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
             }
         };
-        let len = buf.len() as u64;
         let sb = self.sector_bytes;
-        let align = u64::from(self.engine.io_align_bytes());
-        let capacity = self.engine.capacity_sectors() * sb;
-        if offset % align != 0 || len % align != 0 {
-            let _ = reply.send(Err(EmuError::Invalid(format!(
-                "{offset}+{len}: not aligned to the array's {align}-byte blocks"
-            ))));
-            return;
-        }
-        if !matches!(offset.checked_add(len), Some(e) if e <= capacity) {
-            let _ = reply.send(Err(EmuError::Invalid(format!(
-                "{offset}+{len}: beyond the array's {capacity} bytes"
-            ))));
-            return;
-        }
-        if len == 0 {
-            let _ = reply.send(Ok(Vec::new()));
-            return;
-        }
         let now = self.now();
-        let Ok(sectors) = u32::try_from(len / sb) else {
-            let _ = reply.send(Err(EmuError::Invalid(format!("{len} bytes: too long"))));
-            return;
-        };
+        let sectors = (buf.len() as u64 / sb) as u32;
         let req = HostRequest {
             id: self.next_id,
             op,
