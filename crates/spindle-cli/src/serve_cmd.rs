@@ -1,6 +1,9 @@
 //! `spindle serve FILE --data DIR (--listen ADDR | --unix PATH) [--record TRACE]`: the
 //! experiment's array, emulated in real time with real data, as an NBD export; `--record`
-//! writes every host request served as a DiskSim trace (docs/emulator.md). The NBD server's
+//! writes every host request served as a DiskSim trace (docs/emulator.md). With
+//! `--disks DEV_OR_URI,…` instead of `--data`, the array runs real disks that the
+//! experiment's (calibrated) drive file describes (docs/calibrate.md, "The real driver";
+//! `--json FILE`: its final statistics). The NBD server's
 //! limits (`--max-connections`, `--idle-timeout`, `--max-in-flight-mib`) and its log
 //! (`--log`, `RUST_LOG`; warnings by default, on stderr) are in docs/nbd.md.
 

@@ -1,5 +1,5 @@
-//! `spindle serve`: an experiment's array, emulated in real time over a data directory,
-//! served as an NBD export on TCP or a Unix socket until SIGINT or SIGTERM; SIGUSR1 prints
+//! `spindle serve`: an experiment's array, emulated in real time over a data directory
+//! (or running real disks: [`Disks::Real`], `crate::real`), served as an NBD export on TCP or a Unix socket until SIGINT or SIGTERM; SIGUSR1 prints
 //! the statistics so far (the array's and the NBD server's). A clean stop lets the array finish its background work and
 //! makes the disk files durable before the final statistics are printed.
 
