@@ -42,6 +42,10 @@ impl Zone {
     }
 }
 
+/// The longest read of the growing scan (sectors): 32 MiB of 512-byte sectors, the NBD
+/// limit on a request, and far more than any zone's track.
+const SCAN_MAX: u64 = 1 << 16;
+
 /// The growing-request scan from `start` (the first LBA of a track): the track's length.
 pub fn track_at(p: &mut Probe, start: u64) -> Result<Track, CalibError> {
     let cap = p.target.sectors();
@@ -52,7 +56,7 @@ pub fn track_at(p: &mut Probe, start: u64) -> Result<Track, CalibError> {
     let (mut lo, mut slope) = (1u32, f64::NAN);
     let mut hi = None;
     let mut n = 2u32;
-    while n <= room(1 << 16) && hi.is_none() {
+    while n <= room(SCAN_MAX) && hi.is_none() {
         let mut d = p.after_pass(start, n, 5)?;
         if !slope.is_nan() && d - period - f64::from(n - 1) * slope > thr {
             // Confirmed, as in `Probe::excess`.
@@ -121,10 +125,23 @@ pub fn track_at(p: &mut Probe, start: u64) -> Result<Track, CalibError> {
         n = n.saturating_mul(2);
     }
     let Some(mut hi) = hi else {
-        return Ok(Track {
-            len: room(1 << 16),
-            sector_ns: slope,
-        });
+        // No crossing: the track runs to the target's end — or a crossing here costs less
+        // than the threshold, and no length can be told (a longer read would also pass
+        // the NBD limit of 32 MiB a request).
+        if cap - start <= SCAN_MAX {
+            return Ok(Track {
+                len: room(SCAN_MAX),
+                sector_ns: slope,
+            });
+        }
+        return Err(p.refuse(
+            &format!("the length of the track at LBA {start}"),
+            format!(
+                "no read of up to {SCAN_MAX} sectors from it ran measurably onto another \
+                 track (a crossing must cost over {:.1} µs more than its sectors)",
+                thr / 1e3
+            ),
+        ));
     };
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
