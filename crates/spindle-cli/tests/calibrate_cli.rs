@@ -13,7 +13,9 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::emulated_drive::{one_disk_experiment, serve, uri, workdir};
+use common::emulated_drive::{
+    calibrate_two_zones, one_disk_experiment, refused_for_measured_noise, serve, uri, workdir,
+};
 use common::{spindle, stderr};
 
 /// A one-disk jbod of `drive` (a library file with `[noise]` added).
@@ -26,22 +28,6 @@ fn setup(dir: &Path, drive: &str, seek_rel_sigma: f64, rotation_sigma_ms: f64) -
         "\n[noise]\nseek_rel_sigma = {seek_rel_sigma}\nrotation_sigma_ms = {rotation_sigma_ms}\n"
     ));
     one_disk_experiment(dir, &text)
-}
-
-/// Whether `err` (a calibration's stderr) is a refusal for noise that the tool's stated
-/// limit justifies: it names the measured timing noise, and that noise is over 1 % of the
-/// revolution (`period_ns`), the level at which docs/calibrate.md says no track switch can
-/// be told from it. Any other refusal is a failure of the scan, not of the host.
-fn refused_for_measured_noise(err: &str, period_ns: f64) -> bool {
-    if !err.contains("too noisy to calibrate") {
-        return false;
-    }
-    // Every number followed by " µs" after the word "sigma": the noise the scan measured.
-    let limit_us = period_ns / 100.0 / 1e3;
-    err.split("sigma ")
-        .skip(1)
-        .filter_map(|rest| rest.split(" µs").next()?.trim().parse::<f64>().ok())
-        .any(|us| us > limit_us)
 }
 
 /// The blind calibration of an emulated `cheetah9lp` (noise on) must come out right —
@@ -64,18 +50,7 @@ fn blind_calibration_recovers_rotation_and_zones() {
         let mut server = serve(&exp, dir.path());
         let out = dir.path().join("cal.toml");
         let start = Instant::now();
-        let o = spindle(&[
-            "calibrate",
-            &uri(dir.path()),
-            "-o",
-            out.to_str().unwrap(),
-            "--zones",
-            "2",
-            "--rotation-secs",
-            "4",
-            "--realtime",
-            "--quiet",
-        ]);
+        let o = calibrate_two_zones(&uri(dir.path()), &out);
         let err = stderr(&o);
         eprintln!(
             "{err}\ncalibration took {:.1} s",

@@ -452,8 +452,6 @@ fn write_offline(store: &mut BackingStore, image: &[u8], mv: &DataMove) -> Resul
 /// A host command as an array takes it.
 pub(crate) enum Checked {
     Flush,
-    /// No bytes: answered at once.
-    Empty,
     /// A read (`buf` zeroed, to be filled) or a write of `buf` at byte `offset`; TRIM and
     /// WRITE_ZEROES are writes of zeroes.
     Io {
@@ -465,10 +463,15 @@ pub(crate) enum Checked {
 }
 
 /// `req` checked against `engine`'s array: aligned to its blocks, within its capacity, and
-/// under 4 GiB (NBD's lengths are 32-bit); the error answers it otherwise.
-pub(crate) fn checked(req: Request, engine: &dyn Engine) -> Result<Checked, EmuError> {
+/// under 4 GiB (NBD's lengths are 32-bit). A command refused, or of no bytes, is answered
+/// here (`None`); otherwise it is returned with its reply channel.
+pub(crate) fn checked(
+    req: Request,
+    reply: oneshot::Sender<Reply>,
+    engine: &dyn Engine,
+) -> Option<(Checked, oneshot::Sender<Reply>)> {
     let (op, offset, buf, fua) = match req {
-        Request::Flush => return Ok(Checked::Flush),
+        Request::Flush => return Some((Checked::Flush, reply)),
         // TRIM zeroes, as a timed write: NBD makes it advisory, but nbdfuse turns a hole
         // punched in its file into TRIM, and a punched hole must read back as zeroes.
         Request::Trim { offset, len } => (Op::Write, offset, vec![0; len as usize], false),
@@ -481,28 +484,34 @@ pub(crate) fn checked(req: Request, engine: &dyn Engine) -> Result<Checked, EmuE
     let len = buf.len() as u64;
     let align = u64::from(engine.io_align_bytes());
     let capacity = engine.capacity_sectors() * u64::from(engine.sector_bytes());
-    if offset % align != 0 || len % align != 0 {
-        return Err(EmuError::Invalid(format!(
+    let refused = if offset % align != 0 || len % align != 0 {
+        Some(format!(
             "{offset}+{len}: not aligned to the array's {align}-byte blocks"
-        )));
-    }
-    if !matches!(offset.checked_add(len), Some(e) if e <= capacity) {
-        return Err(EmuError::Invalid(format!(
+        ))
+    } else if !matches!(offset.checked_add(len), Some(e) if e <= capacity) {
+        Some(format!(
             "{offset}+{len}: beyond the array's {capacity} bytes"
-        )));
-    }
-    if u32::try_from(len).is_err() {
-        return Err(EmuError::Invalid(format!("{offset}+{len}: over 4 GiB")));
+        ))
+    } else if u32::try_from(len).is_err() {
+        Some(format!("{offset}+{len}: over 4 GiB"))
+    } else {
+        None
+    };
+    if let Some(msg) = refused {
+        let _ = reply.send(Err(EmuError::Invalid(msg)));
+        return None;
     }
     if len == 0 {
-        return Ok(Checked::Empty);
+        let _ = reply.send(Ok(Vec::new()));
+        return None;
     }
-    Ok(Checked::Io {
+    let io = Checked::Io {
         op,
         offset,
         buf,
         fua,
-    })
+    };
+    Some((io, reply))
 }
 
 /// A host request the core is working on, as the clock thread keeps it.
@@ -744,27 +753,22 @@ impl Driver {
     }
 
     fn accept(&mut self, req: Request, reply: oneshot::Sender<Reply>) {
-        let (op, offset, data, fua) = match checked(req, self.engine.as_ref()) {
-            Ok(Checked::Io {
+        let Some((checked, reply)) = checked(req, reply, self.engine.as_ref()) else {
+            return;
+        };
+        let (op, offset, data, fua) = match checked {
+            Checked::Io {
                 op,
                 offset,
                 buf,
                 fua,
-            }) => (op, offset, buf, fua),
-            Ok(Checked::Flush) => {
+            } => (op, offset, buf, fua),
+            Checked::Flush => {
                 let arrival = self.now();
                 self.io.flush(reply);
                 if let Some(r) = &mut self.recorder {
                     r.record(Entry::Flush { arrival });
                 }
-                return;
-            }
-            Ok(Checked::Empty) => {
-                let _ = reply.send(Ok(Vec::new()));
-                return;
-            }
-            Err(e) => {
-                let _ = reply.send(Err(e));
                 return;
             }
         };

@@ -57,3 +57,37 @@ pub fn workdir() -> tempfile::TempDir {
 pub fn uri(dir: &Path) -> String {
     format!("nbd+unix:///spindle?socket={}", dir.join("sock").display())
 }
+
+/// `spindle calibrate URI -o OUT` over the first two zones (`--zones 2`, 4 s of rotation
+/// refinement, `--realtime`: about 50 s here), as the calibration and real-driver tests run
+/// it.
+pub fn calibrate_two_zones(uri: &str, out: &Path) -> std::process::Output {
+    super::spindle(&[
+        "calibrate",
+        uri,
+        "-o",
+        out.to_str().expect("a UTF-8 path"),
+        "--zones",
+        "2",
+        "--rotation-secs",
+        "4",
+        "--realtime",
+        "--quiet",
+    ])
+}
+
+/// Whether `err` (a calibration's stderr) is a refusal for noise that the tool's stated
+/// limit justifies: it names the measured timing noise, and that noise is over 1 % of the
+/// revolution (`period_ns`), the level at which docs/calibrate.md says no track switch can
+/// be told from it. Any other refusal is a failure of the scan, not of the host.
+pub fn refused_for_measured_noise(err: &str, period_ns: f64) -> bool {
+    if !err.contains("too noisy to calibrate") {
+        return false;
+    }
+    // Every number followed by " µs" after the word "sigma": the noise the scan measured.
+    let limit_us = period_ns / 100.0 / 1e3;
+    err.split("sigma ")
+        .skip(1)
+        .filter_map(|rest| rest.split(" µs").next()?.trim().parse::<f64>().ok())
+        .any(|us| us > limit_us)
+}

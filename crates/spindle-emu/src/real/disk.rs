@@ -66,34 +66,54 @@ pub struct DiskTracking {
     pub back_to_back: u64,
     pub turnaround_us: f64,
     /// The lead added to the platter phase the schedulers see: the host's delay the model
-    /// leaves out (the tracker's fitted constant, at most a tenth of a revolution).
+    /// leaves out and the tracker's median slack, at most a tenth of a revolution.
     pub lead_us: f64,
     /// The tracker's slack per seek-distance class with any (class, µs), and its fit of the
     /// host's delay: constant (µs) and slope (share of the service time).
     pub slack_us: Vec<(String, f64)>,
     pub delay_constant_us: f64,
     pub delay_slope: f64,
-    /// Table 3.2's statistics of the tracker's predictions: rotation misses (answers a
-    /// revolution late), early answers, the error's spread. `None` before any request.
+    /// Table 3.2's statistics of the tracker's predictions over the latest
+    /// [`ACCURACY_WINDOW`] requests: rotation misses (answers a revolution late), early
+    /// answers, the error's spread. `None` before any request.
     pub accuracy: Option<Accuracy>,
 }
+
+/// Requests the accuracy statistics are kept over (the latest; 24 MiB a disk): a server
+/// that runs for days must not grow without bound.
+pub const ACCURACY_WINDOW: usize = 1 << 20;
 
 /// The counts a disk keeps while it runs (read by the core for statistics).
 #[derive(Default)]
 pub(crate) struct Tally {
     pub tracking: DiskTracking,
-    /// (measured, predicted) service of every request, ns.
-    pairs: Vec<(f64, f64)>,
+    /// The tracker's slack per seek class this drive has (ns), named only in a snapshot.
+    slack_ns: Vec<i64>,
+    /// (measured, predicted) service of the latest requests (ns) and their verdicts.
+    latest: std::collections::VecDeque<(f64, f64, Verdict)>,
     misses: u64,
     early: u64,
 }
 
 impl Tally {
+    fn record(&mut self, measured: f64, predicted: f64, verdict: Verdict) {
+        if self.latest.len() == ACCURACY_WINDOW {
+            if let Some((_, _, v)) = self.latest.pop_front() {
+                self.misses -= u64::from(v == Verdict::Miss);
+                self.early -= u64::from(v == Verdict::Early);
+            }
+        }
+        self.misses += u64::from(verdict == Verdict::Miss);
+        self.early += u64::from(verdict == Verdict::Early);
+        self.latest.push_back((measured, predicted, verdict));
+    }
+
     /// The statistics so far.
     pub fn snapshot(&self) -> DiskTracking {
         let mut t = self.tracking.clone();
-        t.accuracy =
-            (!self.pairs.is_empty()).then(|| accuracy(&self.pairs, self.misses, self.early));
+        t.slack_us = slack_classes(&self.slack_ns);
+        let pairs: Vec<(f64, f64)> = self.latest.iter().map(|&(m, p, _)| (m, p)).collect();
+        t.accuracy = (!pairs.is_empty()).then(|| accuracy(&pairs, self.misses, self.early));
         t
     }
 }
@@ -265,17 +285,17 @@ impl Worker<'_> {
         let head = self.tracker.head_state().expect("synchronized");
         let (c, b) = self.tracker.delay_coefficients();
         let cylinders = self.tracker.drive().geometry().cylinders();
-        let classes =
-            (2 + cylinders.max(1).ilog2() as usize + 1).min(self.tracker.slack_ns().len());
-        let mut slack = self.tracker.slack_ns()[..classes].to_vec();
+        let all = self.tracker.slack_ns();
+        let classes = (2 + cylinders.max(1).ilog2() as usize + 1).min(all.len());
+        let mut slack = all[..classes].to_vec();
         slack.sort_unstable();
         let median = slack[slack.len() / 2];
         let lead_ns = (c.max(0.0) + median.max(0) as f64) as u64;
         let lead = lead_ns.min(self.period_ns / 10);
-        let slack_us = slack_classes(&self.tracker.slack_ns()[..classes]);
         let mut t = self.tally.lock().expect("tally");
         t.tracking.lead_us = lead as f64 / 1e3;
-        t.tracking.slack_us = slack_us;
+        t.slack_ns.clear();
+        t.slack_ns.extend_from_slice(&all[..classes]);
         t.tracking.delay_constant_us = c / 1e3;
         t.tracking.delay_slope = b;
         drop(t);
@@ -295,8 +315,8 @@ impl Worker<'_> {
         }
         let mut requests = 0;
         let mut turnaround = None;
-        let mut pairs = Vec::with_capacity(2);
-        let (mut misses, mut early) = (0, 0);
+        // (measured, predicted, verdict) of each request; an operation has one per run.
+        let mut seen = Vec::with_capacity(2);
         for copy in copies {
             let mut at = 0;
             for run in copy {
@@ -325,9 +345,11 @@ impl Worker<'_> {
                 .map_err(|e| e.to_string())?;
                 let answered = ns(answer.duration_since(self.epoch).as_nanos() as f64);
                 let verdict = self.tracker.handle_completion(&pred, answered);
-                misses += u64::from(verdict == Verdict::Miss);
-                early += u64::from(verdict == Verdict::Early);
-                pairs.push((answered.since(issued).0 as f64, pred.service.0 as f64));
+                seen.push((
+                    answered.since(issued).0 as f64,
+                    pred.service.0 as f64,
+                    verdict,
+                ));
                 self.answered_at = answered;
                 requests += 1;
                 at += n;
@@ -336,16 +358,16 @@ impl Worker<'_> {
         let mut t = self.tally.lock().expect("tally");
         t.tracking.ops += 1;
         t.tracking.requests += requests;
-        t.tracking.busy_s += pairs.iter().map(|p| p.0).sum::<f64>() / 1e9;
+        t.tracking.busy_s += seen.iter().map(|p| p.0).sum::<f64>() / 1e9;
         if let Some(d) = turnaround {
             let tr = &mut t.tracking;
             tr.turnaround_us = (tr.turnaround_us * tr.back_to_back as f64 + d.0 as f64 / 1e3)
                 / (tr.back_to_back + 1) as f64;
             tr.back_to_back += 1;
         }
-        t.pairs.extend(pairs);
-        t.misses += misses;
-        t.early += early;
+        for (m, p, v) in seen {
+            t.record(m, p, v);
+        }
         Ok(read)
     }
 

@@ -440,24 +440,19 @@ impl Core {
     }
 
     fn accept(&mut self, req: Request, reply: oneshot::Sender<Reply>) {
-        let (op, offset, buf, fua) = match checked(req, self.engine.as_ref()) {
-            Ok(Checked::Io {
+        let Some((checked, reply)) = checked(req, reply, self.engine.as_ref()) else {
+            return;
+        };
+        let (op, offset, buf, fua) = match checked {
+            Checked::Io {
                 op,
                 offset,
                 buf,
                 fua,
-            }) => (op, offset, buf, fua),
-            Ok(Checked::Flush) => {
+            } => (op, offset, buf, fua),
+            Checked::Flush => {
                 self.counts.flushes += 1;
                 self.barrier(vec![(reply, Vec::new())]);
-                return;
-            }
-            Ok(Checked::Empty) => {
-                let _ = reply.send(Ok(Vec::new()));
-                return;
-            }
-            Err(e) => {
-                let _ = reply.send(Err(e));
                 return;
             }
         };

@@ -241,6 +241,19 @@ mod tests {
     }
 
     #[test]
+    fn a_real_disk_is_charged_to_its_answer_not_to_the_prediction() {
+        let mut c = DiskClock::default();
+        c.start(Cause::HostRead, Nanos(100), Nanos(400));
+        // Answered sooner than predicted, then later than predicted.
+        assert_eq!(c.finish_at(Nanos(250)), Cause::HostRead);
+        c.start(Cause::HostWrite, Nanos(300), Nanos(350));
+        c.finish_at(Nanos(900));
+        assert_eq!(c.busy(Nanos(900)).get(Cause::HostRead), Span(150));
+        assert_eq!(c.busy(Nanos(900)).get(Cause::HostWrite), Span(600));
+        assert_eq!(c.ops(), 2);
+    }
+
+    #[test]
     fn shares_of_a_window_are_the_accrued_time_over_its_length() {
         let mut c = DiskClock::default();
         c.start(Cause::HostRead, Nanos(0), Nanos(100));
